@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Build the test kernel into the cache: tinyconfig + kconfig/*.config, LLVM=-19.
+# The build folder is keyed by kernel version, fragments and toolchain (lib.sh: kernel_key),
+# so a change to any of them builds a new kernel and nothing else does.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+SRC=$(kernel_src)
+OUT=$(kernel_build_dir)
+if [ -f "$OUT/.done" ]; then
+	say "test kernel up to date: $OUT"
+	exit 0
+fi
+mkdir -p "$OUT"
+
+say "kernel: configuring (tinyconfig + $(cd "$ROOT/kconfig" && echo *.config))"
+kmake tinyconfig >"$OUT/build.log" 2>&1 || die "make tinyconfig failed, see $OUT/build.log"
+KCONFIG_CONFIG="$OUT/.config" "$SRC/scripts/kconfig/merge_config.sh" -m -O "$OUT" \
+	"$OUT/.config" "$ROOT"/kconfig/*.config >>"$OUT/build.log" 2>&1 ||
+	die "merge_config.sh failed, see $OUT/build.log"
+kmake olddefconfig >>"$OUT/build.log" 2>&1 || die "make olddefconfig failed, see $OUT/build.log"
+
+# Every option the fragments ask for must have survived olddefconfig.
+lost=$(grep -hE '^CONFIG_[A-Z0-9_]+=' "$ROOT"/kconfig/*.config | grep -vxFf "$OUT/.config" || true)
+[ -z "$lost" ] || die "options from kconfig/ did not stick (a dependency is missing): $lost"
+kmake rustavailable >>"$OUT/build.log" 2>&1 || die "Rust is not available to the kernel build, see $OUT/build.log"
+
+say "kernel: building bzImage and modules (about 6 minutes on 2 cores)"
+start=$(date +%s)
+kmake -j"$(($(nproc) + 1))" bzImage modules >>"$OUT/build.log" 2>&1 ||
+	{ tail -n 30 "$OUT/build.log" >&2; die "kernel build failed, see $OUT/build.log"; }
+say "kernel: built in $(($(date +%s) - start)) s"
+
+{
+	echo "kernel: $(cat "$CACHE/linux-src.version") ($(kmake -s kernelrelease))"
+	echo "rustc: $(rustc --version)"
+	echo "clang: $(clang$LLVM_SUFFIX --version | head -n1)"
+	echo "bindgen: $(bindgen --version)"
+} >"$OUT/versions.txt"
+touch "$OUT/.done"
+say "test kernel ready: $OUT"

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Install what the bench needs and is missing: Debian packages, the 7.3 kernel source, the
+# matching rust-src, bindgen. Idempotent; every download lands in the cache folder.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev libssl-dev cpio
+	make gcc xz-utils qemu-system-x86 busybox-static trace-cmd binutils file python3)
+
+mkdir -p "$CACHE"
+command -v rustc >/dev/null || die "rustc not found: install Rust with rustup (the kernel needs >= 1.85)"
+command -v cargo >/dev/null || die "cargo not found: install Rust with rustup"
+command -v apt-get >/dev/null || die "apt-get not found: this bench needs a Debian 12 machine"
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	say "installing Debian packages: ${missing[*]}"
+	[ "$(id -u)" = 0 ] || die "need root to install ${missing[*]} (or install them yourself)"
+	apt-get update -qq || die "apt-get update failed"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+		>/dev/null || die "apt-get install ${missing[*]} failed"
+fi
+
+# A private apt configuration that adds trixie-backports without touching the system's apt
+# state. The mirror is the one the machine's own Debian sources name.
+APT="$CACHE/apt"
+private_apt() {
+	local uri
+	uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+	[ -n "$uri" ] || uri=$(awk '/^deb / && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+	[ -n "$uri" ] || die "no Debian mirror found in /etc/apt/sources.list.d/debian.sources"
+	mkdir -p "$APT/lists/partial" "$APT/cache/archives/partial" "$APT/debs"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri trixie-backports main" \
+		>"$APT/sources.list"
+	APT_OPTS=(-o Dir::Etc::sourcelist="$APT/sources.list" -o Dir::Etc::sourceparts=-
+		-o Dir::Etc::preferencesparts=- -o Dir::State::Lists="$APT/lists"
+		-o Dir::Cache="$APT/cache")
+	if [ ! -e "$APT/updated" ]; then
+		say "fetching the trixie-backports package lists (private apt configuration)"
+		apt-get "${APT_OPTS[@]}" update -qq || die "private apt-get update failed"
+		touch "$APT/updated"
+	fi
+}
+
+# Download one package (name=version optional) into $APT/debs, once.
+fetch_deb() {
+	local spec=$1 name=${1%%=*}
+	if ! ls "$APT/debs/${name}_"*.deb >/dev/null 2>&1; then
+		say "downloading $spec"
+		(cd "$APT/debs" && apt-get "${APT_OPTS[@]}" download "$spec" >/dev/null) ||
+			die "apt-get download $spec failed"
+	fi
+	ls "$APT/debs/${name}_"*.deb | head -n1
+}
+
+RV=$(rustc_version)
+RUST_SRC_DIR="$CACHE/rust-src-$RV"
+if [ ! -d "$(rust_lib_src)/core" ]; then
+	private_apt
+	ver=$(apt-cache "${APT_OPTS[@]}" madison rust-src | awk -v v="$RV" '$3 ~ "^"v"\\+" {print $3; exit}')
+	[ -n "$ver" ] || die "no Debian rust-src package matches rustc $RV"
+	deb=$(fetch_deb "rust-src=$ver")
+	rm -rf "$RUST_SRC_DIR.tmp" && mkdir -p "$RUST_SRC_DIR.tmp"
+	dpkg-deb -x "$deb" "$RUST_SRC_DIR.tmp"
+	rm -rf "$RUST_SRC_DIR" && mv "$RUST_SRC_DIR.tmp" "$RUST_SRC_DIR"
+	[ -d "$(rust_lib_src)/core" ] || die "rust-src $ver has no library/core"
+fi
+
+if [ ! -s "$CACHE/linux-src.path" ] || [ ! -f "$(cat "$CACHE/linux-src.path")/Makefile" ]; then
+	private_apt
+	deb=$(fetch_deb "linux-source-$KERNEL_SERIES")
+	say "unpacking $(basename "$deb")"
+	tmp="$CACHE/linux-deb.tmp"
+	rm -rf "$tmp" && mkdir -p "$tmp"
+	dpkg-deb -x "$deb" "$tmp"
+	rm -rf "$CACHE/linux-src" && mkdir -p "$CACHE/linux-src"
+	tar -xf "$tmp/usr/src/linux-source-$KERNEL_SERIES.tar.xz" -C "$CACHE/linux-src"
+	rm -rf "$tmp"
+	dir=$(echo "$CACHE/linux-src"/linux-source-*)
+	[ -f "$dir/Makefile" ] || die "unpacked kernel source has no Makefile"
+	dpkg-deb -f "$deb" Version >"$CACHE/linux-src.version"
+	echo "$dir" >"$CACHE/linux-src.path"
+fi
+
+if ! command -v bindgen >/dev/null; then
+	say "building bindgen-cli with cargo (about 75 s)"
+	cargo install --quiet --locked --root "$CACHE/cargo" bindgen-cli ||
+		die "cargo install bindgen-cli failed"
+fi
+
+say "setup ok: kernel $(cat "$CACHE/linux-src.version"), rustc $RV, $(bindgen --version), cache $CACHE"
