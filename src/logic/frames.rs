@@ -74,19 +74,18 @@ impl<'k> Translator<'k> {
     }
 
     /// Translates `ips` into `offs[i]` and `cookies[i]`; returns how many frames were written,
-    /// which is the shortest of the three lengths.
+    /// at most the length of the shorter buffer.
     pub fn translate(
         &mut self,
         space: &mut impl AddressSpace,
-        ips: &[u64],
+        ips: impl IntoIterator<Item = u64>,
         offs: &mut [u64],
         cookies: &mut [u64],
     ) -> usize {
-        let n = ips.len().min(offs.len()).min(cookies.len());
-        for i in 0..n {
-            let (off, cookie) = self.frame(space, ips[i]);
-            offs[i] = off;
-            cookies[i] = cookie;
+        let mut n = 0;
+        for ((ip, off), cookie) in ips.into_iter().zip(offs.iter_mut()).zip(cookies.iter_mut()) {
+            (*off, *cookie) = self.frame(space, ip);
+            n += 1;
         }
         n
     }
@@ -174,7 +173,7 @@ mod tests {
         let (mut offs, mut cookies) = ([0; 5], [0; 5]);
         let mut t = Translator::new(&TEST_KEY, 12);
         assert_eq!(
-            t.translate(&mut Space(SPACE), &ips, &mut offs, &mut cookies),
+            t.translate(&mut Space(SPACE), ips, &mut offs, &mut cookies),
             5
         );
         assert_eq!(offs, [0x10, 0x1100, 0x1200, 0x7ffd_0008, 0x1234]);
@@ -188,7 +187,7 @@ mod tests {
         let ips = [0x40_0100, 0x40_0200, 0x40_0300, 0x7f00_0000, 0x7f00_0001];
         let (mut offs, mut cookies) = ([0; 5], [0; 5]);
         let mut t = Translator::new(&TEST_KEY, 12);
-        t.translate(&mut Space(SPACE), &ips, &mut offs, &mut cookies);
+        t.translate(&mut Space(SPACE), ips, &mut offs, &mut cookies);
         assert_eq!(t.lookups(), 2);
     }
 

@@ -3,6 +3,9 @@
 //! The module's pure logic: `core` only, no `kernel::` imports, no `unsafe`. The same files
 //! build into `user_unwind.ko` and into the host crate in `host/`, which runs their tests.
 
+pub mod buildid;
 pub mod frames;
 pub mod offset;
+pub mod option;
+pub mod seen;
 pub mod siphash;

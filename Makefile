@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: GPL-2.0
+# user_unwind: `make demo` and `make check` set everything up (scripts/setup.sh) and run.
+# `make module KDIR=/path/to/prepared/kernel` builds against your own kernel tree.
+
+KDIR ?=
+
+.PHONY: all setup module check demo host-test clean
+
+all: module
+
+setup:
+	@scripts/setup.sh
+	@scripts/build-kernel.sh
+
+module: setup
+	@KDIR=$(KDIR) scripts/build-module.sh
+
+host-test:
+	cd host && cargo test
+
+check:
+	@scripts/check.sh
+
+demo:
+	@scripts/demo.sh
+
+clean:
+	@scripts/build-module.sh clean
+	rm -rf host/target

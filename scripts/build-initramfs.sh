@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Build the guest's base initramfs tree: busybox, trace-cmd with its libraries, the test
+# programs (frame pointers) and the module at /lib/modules/user_unwind.ko.
+# Usage: build-initramfs.sh OUTDIR MODULE.ko
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+OUT=${1:?usage: build-initramfs.sh OUTDIR MODULE.ko}
+KO=${2:?usage: build-initramfs.sh OUTDIR MODULE.ko}
+[ -f "$KO" ] || die "module $KO not found: run make module"
+
+rm -rf "$OUT" && mkdir -p "$OUT"/{bin,sbin,usr/bin,usr/lib,lib/modules,proc,sys,dev,tmp,root,etc}
+
+# Copy a binary and every library ldd lists for it, at the same paths.
+copy_with_libs() {
+	local bin=$1 dest=$2 lib
+	install -D -m 0755 "$bin" "$OUT$dest"
+	for lib in $(ldd "$bin" 2>/dev/null | grep -oE '/[^ ]+' || true); do
+		[ -e "$OUT$lib" ] || install -D -m 0755 "$lib" "$OUT$lib"
+	done
+}
+
+install -m 0755 /bin/busybox "$OUT/bin/busybox"
+copy_with_libs "$(command -v trace-cmd)" /usr/bin/trace-cmd
+
+# The test programs are built once into the cache, so the host-side checks read the very
+# binaries that ran in the guest.
+mkdir -p "$CACHE/prog"
+make -s -C "$ROOT/tests/prog" OUT="$CACHE/prog" || die "building the test programs failed"
+for lib in libuutest.so libuua.so libuub.so; do
+	install -m 0755 "$CACHE/prog/$lib" "$OUT/usr/lib/$lib"
+done
+copy_with_libs "$CACHE/prog/uu_chain" /usr/bin/uu_chain
+copy_with_libs "$CACHE/prog/uu_dl" /usr/bin/uu_dl
+install -m 0644 "$KO" "$OUT/lib/modules/user_unwind.ko"
+
+cat >"$OUT/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s
+export PATH=/usr/bin:/bin:/sbin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t tmpfs tmpfs /tmp
+mount -t tracefs tracefs /sys/kernel/tracing
+echo UU-GUEST-BEGIN
+cd /root
+/bin/sh -c "$(cat /cmd)" </dev/null
+echo "UU-GUEST-EXIT=$?"
+sync
+reboot -f
+INIT
+chmod 0755 "$OUT/init"

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make check: set everything up, then run every test of every stage. One summary line per
+# stage, then "N passed, N failed" over all of them; non-zero exit on any failure.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+LOGS=$CACHE/check-logs
+mkdir -p "$LOGS"
+passed=0 failed=0
+
+# stage NAME PASSED FAILED
+stage() {
+	passed=$((passed + $2)) failed=$((failed + $3))
+	printf 'stage %-10s %3d passed, %d failed\n' "$1:" "$2" "$3"
+}
+
+# one NAME LOG COMMAND...: a stage that is a single test.
+one() {
+	local name=$1 log=$LOGS/$2
+	shift 2
+	if "$@" >"$log" 2>&1; then
+		stage "$name" 1 0
+	else
+		tail -n 30 "$log"
+		echo "  (full log: $log)"
+		stage "$name" 0 1
+	fi
+}
+
+one setup setup.log bash -c 'scripts/setup.sh && scripts/build-kernel.sh'
+if [ "$failed" -ne 0 ]; then
+	echo "$passed passed, $failed failed"
+	exit 1
+fi
+SRC=$(kernel_src)
+
+# Host: the pure logic's unit tests, formatting and clippy.
+(cd host && cargo test --quiet) >"$LOGS/cargo-test.log" 2>&1
+ok=$(grep -oE '^test result: .* ([0-9]+) passed' "$LOGS/cargo-test.log" | grep -oE '[0-9]+ passed' |
+	awk '{s += $1} END {print s + 0}')
+ko=$(grep -oE '[0-9]+ failed' "$LOGS/cargo-test.log" | awk '{s += $1} END {print s + 0}')
+if ! grep -q '^test result' "$LOGS/cargo-test.log"; then
+	tail -n 30 "$LOGS/cargo-test.log"
+	ko=$((ko + 1))
+fi
+stage cargo-test "$ok" "$ko"
+one cargo-fmt cargo-fmt.log bash -c 'cd host && cargo fmt --check'
+one clippy clippy.log bash -c 'cd host && cargo clippy --quiet --all-targets -- -D warnings'
+
+# The module: CLIPPY=1 build without warnings, kernel rustfmt, checkpatch.
+one module module.log scripts/build-module.sh
+one rustfmt rustfmt.log rustfmt --check --edition 2021 --config-path "$SRC/.rustfmt.toml" \
+	src/user_unwind_main.rs
+ok=0 ko=0
+for f in src/*.c src/*.h src/wrapper/*.c src/wrapper/*.h include/*.h tests/prog/*.c; do
+	if "$SRC/scripts/checkpatch.pl" --no-tree --quiet --show-types -f "$f" \
+		--ignore SPDX_LICENSE_TAG,FILE_PATH_CHANGES >"$LOGS/checkpatch.log" 2>&1; then
+		ok=$((ok + 1))
+	else
+		echo "checkpatch: $f"
+		cat "$LOGS/checkpatch.log"
+		ko=$((ko + 1))
+	fi
+done
+stage checkpatch "$ok" "$ko"
+
+# The guest: end-to-end tests, and the KUnit suite that ran at insmod.
+if [ -f user_unwind.ko ]; then
+	tests/e2e.py >"$LOGS/e2e.log" 2>&1
+	grep -E '^not ok' "$LOGS/e2e.log"
+	ok=$(grep -c '^ok - ' "$LOGS/e2e.log")
+	ko=$(grep -c '^not ok - ' "$LOGS/e2e.log")
+	grep -q '^e2e: ' "$LOGS/e2e.log" || { tail -n 30 "$LOGS/e2e.log"; ko=$((ko + 1)); }
+	stage e2e "$ok" "$ko"
+
+	kunit=$CACHE/prog/kunit.log
+	python3 "$SRC/tools/testing/kunit/kunit.py" parse "$kunit" >"$LOGS/kunit.log" 2>&1
+	summary=$(sed 's/\x1b\[[0-9;]*m//g' "$LOGS/kunit.log" | grep -E 'Ran [0-9]+ tests' | tail -n1)
+	ok=$(echo "$summary" | grep -oE 'passed: [0-9]+' | grep -oE '[0-9]+' || echo 0)
+	ko=$(echo "$summary" | grep -oE '(failed|crashed): [0-9]+' | grep -oE '[0-9]+' |
+		awk '{s += $1} END {print s + 0}')
+	if [ -z "$summary" ] || [ "${ok:-0}" -eq 0 ]; then
+		cat "$LOGS/kunit.log"
+		ko=$((ko + 1))
+	fi
+	stage kunit "${ok:-0}" "$ko"
+else
+	stage e2e 0 1
+	stage kunit 0 1
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Boot the test kernel under QEMU and run one command in it.
+#
+#   scripts/run-guest.sh [--add HOST_PATH:GUEST_PATH]... [--smp N] [--log FILE] -- COMMAND...
+#
+# The guest has busybox, trace-cmd, the test programs, tracefs at /sys/kernel/tracing and the
+# module at /lib/modules/user_unwind.ko (not inserted). COMMAND runs with /bin/sh -c; its
+# output is printed and its exit status is this script's. The whole serial console goes to
+# the --log file. A guest that hangs is killed after $UU_GUEST_TIMEOUT seconds (default 900).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+usage() { die "usage: run-guest.sh [--add HOST_PATH:GUEST_PATH]... [--smp N] [--log FILE] -- COMMAND..."; }
+adds=() smp=2 log=
+while (($#)); do
+	case $1 in
+	--add) [ $# -ge 2 ] || usage; adds+=("$2"); shift 2 ;;
+	--smp) [ $# -ge 2 ] || usage; smp=$2; shift 2 ;;
+	--log) [ $# -ge 2 ] || usage; log=$2; shift 2 ;;
+	--) shift; break ;;
+	*) usage ;;
+	esac
+done
+(($#)) || usage
+
+KBUILD=$(kernel_build_dir)
+BZIMAGE=$KBUILD/arch/x86/boot/bzImage
+KO=${UU_MODULE:-$ROOT/user_unwind.ko}
+[ -f "$KBUILD/.done" ] || die "test kernel not built: run make setup"
+[ -f "$KO" ] || die "module not built: run make module"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/uu-guest.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+"$ROOT/scripts/build-initramfs.sh" "$work/root" "$KO"
+for a in "${adds[@]}"; do
+	src=${a%%:*} dst=${a#*:}
+	[ "$src" != "$a" ] && [ -n "$dst" ] && [ "${dst#/}" != "$dst" ] ||
+		die "--add wants HOST_PATH:/GUEST_PATH, got '$a'"
+	[ -e "$src" ] || die "--add: $src does not exist"
+	mkdir -p "$work/root$(dirname "$dst")"
+	cp -a "$src" "$work/root$dst"
+done
+printf '%s\n' "$*" >"$work/root/cmd"
+(cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.cpio.gz"
+
+[ -n "$log" ] || log=$work/console.log
+status=0
+timeout "${UU_GUEST_TIMEOUT:-900}" qemu-system-x86_64 -m 2G -smp "$smp" -nographic -no-reboot \
+	-kernel "$BZIMAGE" -initrd "$work/initramfs.cpio.gz" \
+	-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=4" \
+	</dev/null >"$log" 2>&1 || status=$?
+tr -d '\r' <"$log" | sed -n '/^UU-GUEST-BEGIN$/,$p' | sed '1d;/^UU-GUEST-EXIT=/,$d'
+code=$(tr -d '\r' <"$log" | sed -n 's/^UU-GUEST-EXIT=\([0-9]*\)$/\1/p' | tail -n1)
+if [ -z "$code" ]; then
+	tr -d '\r' <"$log" | tail -n 40 >&2
+	if [ "$status" = 124 ]; then
+		die "guest timed out after ${UU_GUEST_TIMEOUT:-900} s (console above)"
+	fi
+	die "guest ended without an exit status (qemu status $status; console above)"
+fi
+exit "$code"

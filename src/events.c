@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The user_unwind trace events, and the one-frame-per-line output of
+ * user_unwind_stack in the trace file.
+ */
+#include <linux/trace_events.h>
+
+#define CREATE_TRACE_POINTS
+#include "events.h"
+
+void uu_emit_cookie(u64 cookie)
+{
+	trace_user_unwind_cookie(cookie);
+}
+
+void uu_emit_stack(u64 cookie, u16 start, u16 total, const u64 *offs,
+		   const u64 *files, u32 nr)
+{
+	trace_user_unwind_stack(cookie, start, total, offs, files, nr);
+}
+
+void uu_emit_file_cache(u64 cookie, const char *path, const u8 *build_id,
+			u32 build_id_len)
+{
+	trace_file_cache(cookie, path, build_id, build_id_len);
+}
+
+/*
+ * A reader that enables file_cache now (trace-cmd record starting, an instance) must see a
+ * file_cache for every cookie it will read: forget what earlier readers were told.
+ */
+int uu_file_cache_reg(void)
+{
+	uu_rust_files_reset();
+	return 0;
+}
+
+void uu_file_cache_unreg(void)
+{
+}
+
+/* Context: any, including NMI. */
+bool uu_is_own_event(unsigned short type)
+{
+	return type == event_user_unwind_cookie.event.type ||
+	       type == event_user_unwind_stack.event.type ||
+	       type == event_file_cache.event.type;
+}
+
+static const u64 *uu_dynamic_array(const void *entry, u32 data_loc, u32 *nr)
+{
+	*nr = (data_loc >> 16) / sizeof(u64);
+	return entry + (data_loc & 0xffff);
+}
+
+/*
+ * In the seed's spirit:
+ *   user_unwind_stack: cookie=300000004
+ *    => <000000000008f687> : 0x5c1d0e9b3a7f4e21
+ */
+static enum print_line_t uu_stack_output(struct trace_iterator *iter,
+					 int flags, struct trace_event *event)
+{
+	struct trace_event_raw_user_unwind_stack *field = (void *)iter->ent;
+	struct trace_seq *s = &iter->seq;
+	const u64 *offs, *files;
+	u32 nr, nr_files, i;
+
+	offs = uu_dynamic_array(field, field->__data_loc_offs, &nr);
+	files = uu_dynamic_array(field, field->__data_loc_files, &nr_files);
+	nr = min(nr, nr_files);
+
+	trace_seq_printf(s, "user_unwind_stack: cookie=%llx", field->cookie);
+	if (field->start || nr != field->total)
+		trace_seq_printf(s, " frames %u-%u of %u", field->start,
+				 field->start + nr, field->total);
+	trace_seq_putc(s, '\n');
+	for (i = 0; i < nr && !trace_seq_has_overflowed(s); i++)
+		trace_seq_printf(s, " => <%016llx> : 0x%016llx\n", offs[i], files[i]);
+
+	return trace_handle_return(s);
+}
+
+void uu_events_init(void)
+{
+	trace_event_type_funcs_user_unwind_stack.trace = uu_stack_output;
+}

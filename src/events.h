@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The user_unwind trace events. Field types and print formats are chosen so that
+ * libtraceevent 1.7.1 parses them: literal element sizes, __print_array, no
+ * __print_dynamic_array.
+ */
+#undef TRACE_SYSTEM
+#define TRACE_SYSTEM user_unwind
+
+#if !defined(_USER_UNWIND_EVENTS_H) || defined(TRACE_HEADER_MULTI_READ)
+#define _USER_UNWIND_EVENTS_H
+
+#include <linux/tracepoint.h>
+#include <user_unwind.h>
+
+/* Recorded after every trace event hit by a user task while requests are on. */
+TRACE_EVENT_FN(user_unwind_cookie,
+
+	TP_PROTO(u64 cookie),
+
+	TP_ARGS(cookie),
+
+	TP_STRUCT__entry(
+		__field(u64, cookie)
+	),
+
+	TP_fast_assign(
+		__entry->cookie = cookie;
+	),
+
+	TP_printk("cookie=%llx", __entry->cookie),
+
+	uu_hook_enable, uu_hook_disable
+);
+
+/*
+ * The user stack of one kernel entry, or frames [start, start + nr) of it when it is
+ * deeper than one record holds: offs[i] is the offset of frame i in the mapped file and
+ * files[i] the file cookie (0: no mapping, offs[i] is the address; 1: no file).
+ */
+TRACE_EVENT(user_unwind_stack,
+
+	TP_PROTO(u64 cookie, u16 start, u16 total, const u64 *offs,
+		 const u64 *files, u32 nr),
+
+	TP_ARGS(cookie, start, total, offs, files, nr),
+
+	TP_STRUCT__entry(
+		__field(u64, cookie)
+		__field(u16, start)
+		__field(u16, total)
+		__dynamic_array(u64, offs, nr)
+		__dynamic_array(u64, files, nr)
+	),
+
+	TP_fast_assign(
+		__entry->cookie = cookie;
+		__entry->start = start;
+		__entry->total = total;
+		memcpy(__get_dynamic_array(offs), offs, nr * 8);
+		memcpy(__get_dynamic_array(files), files, nr * 8);
+	),
+
+	TP_printk("cookie=%llx start=%u total=%u offs=%s files=%s",
+		  __entry->cookie, __entry->start, __entry->total,
+		  __print_array(__get_dynamic_array(offs),
+				__get_dynamic_array_len(offs) / 8, 8),
+		  __print_array(__get_dynamic_array(files),
+				__get_dynamic_array_len(files) / 8, 8))
+);
+
+/*
+ * What a file cookie stands for: the path of the file as the traced task sees it and its
+ * GNU build-id (build_id_len 0: none). Written before the first stack that uses the
+ * cookie, again after the file behind the cookie changed, and as a periodic reminder.
+ */
+TRACE_EVENT_FN(file_cache,
+
+	TP_PROTO(u64 cookie, const char *path, const u8 *build_id, u32 build_id_len),
+
+	TP_ARGS(cookie, path, build_id, build_id_len),
+
+	TP_STRUCT__entry(
+		__field(u64, cookie)
+		__field(u32, build_id_len)
+		__string(path, path)
+		__dynamic_array(u8, build_id, build_id_len)
+	),
+
+	TP_fast_assign(
+		__entry->cookie = cookie;
+		__entry->build_id_len = build_id_len;
+		__assign_str(path);
+		memcpy(__get_dynamic_array(build_id), build_id, build_id_len);
+	),
+
+	TP_printk("cookie=%llx path=%s build_id=%s build_id_len=%u",
+		  __entry->cookie, __get_str(path),
+		  __print_hex_str(__get_dynamic_array(build_id),
+				  __get_dynamic_array_len(build_id)),
+		  __entry->build_id_len),
+
+	uu_file_cache_reg, uu_file_cache_unreg
+);
+
+#endif /* _USER_UNWIND_EVENTS_H */
+
+#undef TRACE_INCLUDE_PATH
+#define TRACE_INCLUDE_PATH .
+#undef TRACE_INCLUDE_FILE
+#define TRACE_INCLUDE_FILE events
+#include <trace/define_trace.h>

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `file_cache` events: what each file cookie stands for, written before the first stack
+//! that uses it and again whenever the `struct file` behind it may have changed.
+
+use crate::ffi;
+use crate::logic::buildid::{find_build_id, ReadAt};
+use crate::logic::frames::file_cookie;
+use crate::logic::seen::{FirstSight, Sighting};
+use crate::logic::siphash::SipKey;
+use kernel::fs::file::File;
+use kernel::prelude::*;
+use kernel::sync::aref::ARef;
+
+/// Which files already have their `file_cache` in the trace.
+static SEEN: FirstSight = FirstSight::new();
+
+/// Longest path a `file_cache` event carries, NUL included; longer ones are shortened
+/// visibly (`src/files.c`).
+const PATH_BUF: usize = 1024;
+
+/// Files looked up for one chunk of a stack, each held by a reference until the chunk's
+/// events are written, so none can be freed (and its address reused) in between.
+pub(crate) struct HeldFiles {
+    files: KVec<ARef<File>>,
+}
+
+impl HeldFiles {
+    pub(crate) fn new() -> Self {
+        HeldFiles { files: KVec::new() }
+    }
+
+    /// Holds `file` (a `vm_file` value read under the VMA's lock) if not held yet.
+    ///
+    /// # Safety
+    ///
+    /// `file` must point at a `struct file` with a positive refcount: the caller holds the
+    /// lock of a VMA whose `vm_file` it is.
+    pub(crate) unsafe fn hold(&mut self, file: *mut kernel::bindings::file) {
+        if self.files.iter().any(|f| f.as_ptr() == file) {
+            return;
+        }
+        // SAFETY: The caller guarantees `file` is valid with a positive refcount for now;
+        // `ARef::from` takes a reference of our own before the VMA lock is dropped. The
+        // module never calls `fdget_pos` on it.
+        let file = ARef::from(unsafe { File::from_raw_file(file) });
+        // On allocation failure the file is simply not reported: its stack frames still
+        // carry its cookie, and the next stack that uses it tries again.
+        let _ = self.files.push(file, GFP_KERNEL);
+    }
+
+    /// Writes a `file_cache` event for every held file that needs one.
+    ///
+    /// Context: task, may sleep.
+    pub(crate) fn report(&self, key: &SipKey) {
+        let mut path: Option<KVec<u8>> = None;
+        for file in self.files.iter() {
+            let ptr = file.as_ptr() as usize as u64;
+            let sighting = SEEN.sighting(ptr);
+            if sighting == Sighting::Known {
+                continue;
+            }
+            if path.is_none() {
+                path = KVec::from_elem(0u8, PATH_BUF, GFP_KERNEL).ok();
+            }
+            let Some(buf) = path.as_mut() else {
+                return;
+            };
+            emit(file, file_cookie(ptr, key), buf);
+            if sighting == Sighting::New {
+                SEEN.record(ptr);
+            }
+        }
+    }
+}
+
+/// A held file read through `kernel_read()`.
+struct FileReader<'a>(&'a File);
+
+impl ReadAt for FileReader<'_> {
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ()> {
+        // SAFETY: The file is held by `self.0`; `buf` is valid for `buf.len()` bytes.
+        let n = unsafe { ffi::uu_file_read(self.0.as_ptr(), offset, buf.as_mut_ptr(), buf.len()) };
+        usize::try_from(n).map_err(|_| ())
+    }
+}
+
+fn emit(file: &File, cookie: u64, buf: &mut KVec<u8>) {
+    let build_id = find_build_id(&mut FileReader(file));
+    let id = build_id.as_ref().map_or(&[][..], |id| id.as_bytes());
+    // SAFETY: The file is held; `buf` is valid for `buf.len()` bytes and the returned path
+    // is a NUL-terminated string inside it, valid while `buf` is.
+    unsafe {
+        let path = ffi::uu_file_path(file.as_ptr(), buf.as_mut_ptr(), buf.len() as i32);
+        ffi::uu_emit_file_cache(cookie, path, id.as_ptr(), id.len() as u32);
+    }
+}
+
+/// `__fput()` is about to free the `struct file` at `file`.
+///
+/// Context: task or workqueue, never NMI.
+#[no_mangle]
+pub extern "C" fn uu_rust_file_freed(file: usize) {
+    SEEN.forget(file as u64);
+}
+
+/// A new reader may be starting: every cookie gets a new `file_cache`.
+#[no_mangle]
+pub extern "C" fn uu_rust_files_reset() {
+    SEEN.clear();
+}

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Wrappers around static inline kernel functions and types that Rust cannot call or name
+ * from an out-of-tree module.
+ */
+#include <linux/random.h>
+#include <linux/siphash.h>
+#include <user_unwind.h>
+
+void uu_get_random_key(u64 key[2])
+{
+	get_random_bytes(key, 2 * sizeof(u64));
+}
+
+u64 uu_kernel_siphash(const void *data, size_t len, const u64 key[2])
+{
+	const siphash_key_t k = { { key[0], key[1] } };
+
+	return siphash(data, len, &k);
+}
+
+u64 uu_kernel_siphash_1u64(u64 value, const u64 key[2])
+{
+	const siphash_key_t k = { { key[0], key[1] } };
+
+	return siphash_1u64(value, &k);
+}

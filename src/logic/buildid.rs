@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Finding the GNU build-id of an ELF file, reading as little of it as possible.
+//!
+//! The file is untrusted: every length and offset is checked, every read is bounded
+//! ([`MAX_PHDRS`] program headers, [`NOTE_BYTES`] bytes of each `PT_NOTE` segment), and any
+//! malformed, truncated or hostile input yields `None`, never a panic or an out-of-bounds
+//! access. ELF32 and ELF64, either byte order. The bytes come from a caller-provided
+//! [`ReadAt`], so the same parser reads a `struct file` in the kernel and a slice in tests.
+
+#![forbid(unsafe_code)]
+
+/// Longest build-id kept; GNU ld writes 20 bytes (SHA-1), 16 (MD5, UUID) or what
+/// `--build-id=0x...` says.
+pub const BUILD_ID_MAX: usize = 64;
+/// Program headers looked at, at most.
+pub const MAX_PHDRS: usize = 64;
+/// Bytes read from the start of each `PT_NOTE` segment, at most.
+pub const NOTE_BYTES: usize = 1024;
+
+const PT_NOTE: u32 = 4;
+const NT_GNU_BUILD_ID: u32 = 3;
+
+/// Random access to the file's bytes.
+pub trait ReadAt {
+    /// Reads up to `buf.len()` bytes at `offset`; returns how many were read (0 at the end),
+    /// or `Err(())` when the file cannot be read.
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ()>;
+}
+
+impl ReadAt for &[u8] {
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ()> {
+        let start = usize::try_from(offset).map_err(|_| ())?;
+        let src = self.get(start..).unwrap_or(&[]);
+        let n = src.len().min(buf.len());
+        buf[..n].copy_from_slice(&src[..n]);
+        Ok(n)
+    }
+}
+
+/// A build-id: `len` bytes of `bytes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BuildId {
+    bytes: [u8; BUILD_ID_MAX],
+    len: usize,
+}
+
+impl BuildId {
+    /// The build-id bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Layout {
+    is64: bool,
+    big: bool,
+}
+
+impl Layout {
+    fn u16(&self, b: &[u8], at: usize) -> Option<u16> {
+        let v: [u8; 2] = b.get(at..at.checked_add(2)?)?.try_into().ok()?;
+        Some(if self.big { u16::from_be_bytes(v) } else { u16::from_le_bytes(v) })
+    }
+
+    fn u32(&self, b: &[u8], at: usize) -> Option<u32> {
+        let v: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
+        Some(if self.big { u32::from_be_bytes(v) } else { u32::from_le_bytes(v) })
+    }
+
+    fn u64(&self, b: &[u8], at: usize) -> Option<u64> {
+        let v: [u8; 8] = b.get(at..at.checked_add(8)?)?.try_into().ok()?;
+        Some(if self.big { u64::from_be_bytes(v) } else { u64::from_le_bytes(v) })
+    }
+
+    /// A word: 8 bytes in ELF64, 4 in ELF32.
+    fn word(&self, b: &[u8], at: usize) -> Option<u64> {
+        if self.is64 {
+            self.u64(b, at)
+        } else {
+            self.u32(b, at).map(u64::from)
+        }
+    }
+}
+
+/// Reads exactly `buf.len()` bytes at `offset`, or fails.
+fn read_exact(file: &mut impl ReadAt, offset: u64, buf: &mut [u8]) -> Option<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let at = offset.checked_add(done as u64)?;
+        let n = file.read_at(at, &mut buf[done..]).ok()?;
+        if n == 0 || n > buf.len() - done {
+            return None;
+        }
+        done += n;
+    }
+    Some(())
+}
+
+/// The build-id of the ELF file behind `file`, or `None` when it has none or is not a
+/// well-formed ELF file.
+pub fn find_build_id(file: &mut impl ReadAt) -> Option<BuildId> {
+    let mut ehdr = [0u8; 64];
+    read_exact(file, 0, &mut ehdr[..52])?;
+    if ehdr.get(..4)? != b"\x7fELF" {
+        return None;
+    }
+    let l = Layout {
+        is64: match ehdr[4] {
+            1 => false,
+            2 => true,
+            _ => return None,
+        },
+        big: match ehdr[5] {
+            1 => false,
+            2 => true,
+            _ => return None,
+        },
+    };
+    if l.is64 {
+        read_exact(file, 52, &mut ehdr[52..64])?;
+    }
+    let (phoff, phentsize, phnum) = if l.is64 {
+        (l.u64(&ehdr, 32)?, l.u16(&ehdr, 54)?, l.u16(&ehdr, 56)?)
+    } else {
+        (u64::from(l.u32(&ehdr, 28)?), l.u16(&ehdr, 42)?, l.u16(&ehdr, 44)?)
+    };
+    let min_entsize = if l.is64 { 56 } else { 32 };
+    if usize::from(phentsize) < min_entsize || phoff == 0 {
+        return None;
+    }
+
+    let mut notes = [0u8; NOTE_BYTES];
+    for i in 0..usize::from(phnum).min(MAX_PHDRS) {
+        let mut phdr = [0u8; 56];
+        let at = phoff.checked_add((i as u64).checked_mul(u64::from(phentsize))?)?;
+        read_exact(file, at, &mut phdr[..min_entsize])?;
+        if l.u32(&phdr, 0)? != PT_NOTE {
+            continue;
+        }
+        let (offset, filesz, align) = if l.is64 {
+            (l.word(&phdr, 8)?, l.word(&phdr, 32)?, l.word(&phdr, 48)?)
+        } else {
+            (l.word(&phdr, 4)?, l.word(&phdr, 16)?, l.word(&phdr, 28)?)
+        };
+        let len = usize::try_from(filesz).ok()?.min(NOTE_BYTES);
+        if read_exact(file, offset, &mut notes[..len]).is_none() {
+            continue;
+        }
+        if let Some(id) = scan_notes(l, &notes[..len], if align == 8 { 8 } else { 4 }) {
+            return Some(id);
+        }
+    }
+    None
+}
+
+/// Walks the notes of one segment for `GNU` / `NT_GNU_BUILD_ID`.
+fn scan_notes(l: Layout, notes: &[u8], align: usize) -> Option<BuildId> {
+    let pad = |n: usize| n.checked_add(align - 1).map(|v| v & !(align - 1));
+    let mut at = 0usize;
+    while at.checked_add(12)? <= notes.len() {
+        let namesz = usize::try_from(l.u32(notes, at)?).ok()?;
+        let descsz = usize::try_from(l.u32(notes, at + 4)?).ok()?;
+        let kind = l.u32(notes, at + 8)?;
+        let name_at = at + 12;
+        let desc_at = name_at.checked_add(pad(namesz)?)?;
+        let next = desc_at.checked_add(pad(descsz)?)?;
+        let name = notes.get(name_at..name_at.checked_add(namesz)?)?;
+        let desc = notes.get(desc_at..desc_at.checked_add(descsz)?)?;
+        if kind == NT_GNU_BUILD_ID && name == b"GNU\0" && !desc.is_empty() {
+            if desc.len() > BUILD_ID_MAX {
+                return None;
+            }
+            let mut id = BuildId { bytes: [0; BUILD_ID_MAX], len: desc.len() };
+            id.bytes[..desc.len()].copy_from_slice(desc);
+            return Some(id);
+        }
+        if next <= at {
+            return None;
+        }
+        at = next;
+    }
+    None
+}
+
+/// Golden vectors shared by the host tests and KUnit: small hand-made ELF images.
+pub mod vectors {
+    /// A minimal little-endian ELF64 image with one `PT_NOTE` holding a 20-byte build-id
+    /// `00 01 .. 13`, built into `buf`; returns its length.
+    pub fn elf64_le(buf: &mut [u8; 160]) -> usize {
+        *buf = [0; 160];
+        buf[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        buf[32..40].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
+        buf[54..56].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
+        buf[56..58].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
+        let ph = 64;
+        buf[ph..ph + 4].copy_from_slice(&4u32.to_le_bytes()); // PT_NOTE
+        buf[ph + 8..ph + 16].copy_from_slice(&120u64.to_le_bytes()); // p_offset
+        buf[ph + 32..ph + 40].copy_from_slice(&36u64.to_le_bytes()); // p_filesz
+        buf[ph + 48..ph + 56].copy_from_slice(&4u64.to_le_bytes()); // p_align
+        let n = 120;
+        buf[n..n + 4].copy_from_slice(&4u32.to_le_bytes());
+        buf[n + 4..n + 8].copy_from_slice(&20u32.to_le_bytes());
+        buf[n + 8..n + 12].copy_from_slice(&3u32.to_le_bytes());
+        buf[n + 12..n + 16].copy_from_slice(b"GNU\0");
+        for (i, b) in buf[n + 16..n + 36].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        156
+    }
+
+    /// The same as a big-endian ELF32 image; returns its length.
+    pub fn elf32_be(buf: &mut [u8; 160]) -> usize {
+        *buf = [0; 160];
+        buf[..6].copy_from_slice(b"\x7fELF\x01\x02");
+        buf[28..32].copy_from_slice(&52u32.to_be_bytes()); // e_phoff
+        buf[42..44].copy_from_slice(&32u16.to_be_bytes()); // e_phentsize
+        buf[44..46].copy_from_slice(&1u16.to_be_bytes()); // e_phnum
+        let ph = 52;
+        buf[ph..ph + 4].copy_from_slice(&4u32.to_be_bytes()); // PT_NOTE
+        buf[ph + 4..ph + 8].copy_from_slice(&84u32.to_be_bytes()); // p_offset
+        buf[ph + 16..ph + 20].copy_from_slice(&36u32.to_be_bytes()); // p_filesz
+        buf[ph + 28..ph + 32].copy_from_slice(&4u32.to_be_bytes()); // p_align
+        let n = 84;
+        buf[n..n + 4].copy_from_slice(&4u32.to_be_bytes());
+        buf[n + 4..n + 8].copy_from_slice(&20u32.to_be_bytes());
+        buf[n + 8..n + 12].copy_from_slice(&3u32.to_be_bytes());
+        buf[n + 12..n + 16].copy_from_slice(b"GNU\0");
+        for (i, b) in buf[n + 16..n + 36].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        120
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::vectors::*;
+    use super::*;
+
+    const ID: [u8; 20] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19];
+
+    fn parse(bytes: &[u8]) -> Option<BuildId> {
+        find_build_id(&mut &bytes[..])
+    }
+
+    #[test]
+    fn both_classes_and_byte_orders() {
+        let mut buf = [0u8; 160];
+        let n = elf64_le(&mut buf);
+        assert_eq!(parse(&buf[..n]).map(|id| id.as_bytes().to_vec()), Some(ID.to_vec()));
+        let n = elf32_be(&mut buf);
+        assert_eq!(parse(&buf[..n]).map(|id| id.as_bytes().to_vec()), Some(ID.to_vec()));
+    }
+
+    #[test]
+    fn every_truncation_is_no_build_id() {
+        let mut buf = [0u8; 160];
+        let n = elf64_le(&mut buf);
+        for len in 0..n {
+            assert_eq!(parse(&buf[..len]), None, "truncated to {len}");
+        }
+    }
+
+    #[test]
+    fn hostile_sizes_are_no_build_id() {
+        let mut buf = [0u8; 160];
+        let n = elf64_le(&mut buf);
+        let cases: &[(usize, &[u8])] = &[
+            (124, &u32::MAX.to_le_bytes()),      // descsz
+            (120, &u32::MAX.to_le_bytes()),      // namesz
+            (124, &200u32.to_le_bytes()),        // descsz beyond the segment
+            (64 + 32, &u64::MAX.to_le_bytes()),  // p_filesz
+            (64 + 8, &u64::MAX.to_le_bytes()),   // p_offset
+            (32, &u64::MAX.to_le_bytes()),       // e_phoff
+            (54, &1u16.to_le_bytes()),           // e_phentsize
+            (4, &[3]),                           // EI_CLASS
+            (5, &[0]),                           // EI_DATA
+            (128, &7u32.to_le_bytes()),          // note type
+            (132, b"GNX\0"),                     // note name
+        ];
+        for &(at, bytes) in cases {
+            let mut bad = buf;
+            bad[at..at + bytes.len()].copy_from_slice(bytes);
+            assert_eq!(parse(&bad[..n]), None, "patch at {at}");
+        }
+    }
+
+    #[test]
+    fn huge_phnum_reads_a_bounded_number_of_headers() {
+        struct Counting<'a>(&'a [u8], usize);
+        impl ReadAt for Counting<'_> {
+            fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ()> {
+                self.1 += 1;
+                // Every program header reads as PT_LOAD, forever.
+                let _ = self.0;
+                if offset >= 64 {
+                    buf.fill(0);
+                    buf[0] = 1;
+                    return Ok(buf.len());
+                }
+                (&self.0[..]).read_at(offset, buf)
+            }
+        }
+        let mut buf = [0u8; 160];
+        elf64_le(&mut buf);
+        buf[56..58].copy_from_slice(&u16::MAX.to_le_bytes());
+        let mut file = Counting(&buf, 0);
+        assert_eq!(find_build_id(&mut file), None);
+        assert!(file.1 <= 2 + MAX_PHDRS, "{} reads", file.1);
+    }
+}

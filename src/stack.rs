@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The deferred callback's work: find the VMA of every frame of `current` and record the
+//! stack as `user_unwind_stack` events, preceded by the `file_cache` events its file
+//! cookies need.
+//!
+//! Keeping it cheap: a VMA is looked up only when a frame leaves the previous one
+//! ([`Translator`]), with the per-VMA lock first (no `mmap_lock` contention with the task's
+//! other threads) and `mmap_lock` only when that fails; the three fields needed are copied
+//! out and the lock dropped at once; the file cookie is hashed once per VMA change; frames
+//! go through a 1 KiB on-stack chunk, so nothing is allocated.
+
+use crate::ffi;
+use crate::files::HeldFiles;
+use crate::logic::frames::{chunks, AddressSpace, Translator, Vma, CHUNK_FRAMES};
+use crate::logic::offset::Mapping;
+use crate::logic::siphash::SipKey;
+use kernel::ffi::c_ulong;
+use kernel::mm::virt::VmaRef;
+use kernel::mm::MmWithUser;
+use kernel::page::PAGE_SHIFT;
+
+/// The address space of `current`, borrowed for one chunk of a stack.
+struct TaskSpace<'a> {
+    mm: &'a MmWithUser,
+    held: HeldFiles,
+}
+
+/// Copies what the translation needs out of `vma`, and holds its file.
+fn copy_vma(vma: &VmaRef, held: &mut HeldFiles) -> Vma {
+    let ptr = vma.as_ptr();
+    // SAFETY: By the invariants of `VmaRef`, `ptr` is a valid VMA and its caller holds its
+    // read lock or the mmap read lock, under which `vm_pgoff` and `vm_file` do not change.
+    let (pgoff, file) = unsafe { ((*ptr).vm_pgoff, (*ptr).vm_file) };
+    if !file.is_null() {
+        // SAFETY: The VMA holds a reference on its file, and its lock is held.
+        unsafe { held.hold(file) };
+    }
+    Vma {
+        map: Mapping {
+            start: vma.start() as u64,
+            end: vma.end() as u64,
+            pgoff: pgoff as u64,
+        },
+        file: file as usize as u64,
+    }
+}
+
+impl AddressSpace for TaskSpace<'_> {
+    fn lookup(&mut self, addr: u64) -> Option<Vma> {
+        let addr = usize::try_from(addr).ok()?;
+        if let Some(vma) = self.mm.lock_vma_under_rcu(addr) {
+            return Some(copy_vma(&vma, &mut self.held));
+        }
+        let mmap = self.mm.mmap_read_lock();
+        mmap.vma_lookup(addr).map(|vma| copy_vma(vma, &mut self.held))
+    }
+}
+
+/// Records `ips`, the user stack of `current` for the unwind `cookie`, as one
+/// `user_unwind_stack` event per [`CHUNK_FRAMES`] frames.
+///
+/// Context: task context of the unwound task, may sleep.
+pub(crate) fn record(ips: &[c_ulong], cookie: u64, key: &SipKey) {
+    let current = kernel::current!();
+    let Some(mm) = current.mm() else {
+        return;
+    };
+    let ips = &ips[..ips.len().min(usize::from(u16::MAX))];
+    let total = ips.len() as u16;
+    let mut offs = [0u64; CHUNK_FRAMES];
+    let mut files = [0u64; CHUNK_FRAMES];
+
+    for (start, len) in chunks(ips.len()) {
+        // A fresh translator per chunk looks every file of the chunk up again, so each
+        // chunk holds the files it reports.
+        let mut space = TaskSpace { mm, held: HeldFiles::new() };
+        let mut translator = Translator::new(key, PAGE_SHIFT as u32);
+        let frames = ips[start..start + len].iter().map(|&ip| ip as u64);
+        let n = translator.translate(&mut space, frames, &mut offs, &mut files);
+        space.held.report(key);
+        // SAFETY: `offs` and `files` hold `n` initialized entries; the tracepoint copies them.
+        unsafe {
+            ffi::uu_emit_stack(cookie, start as u16, total, offs.as_ptr(), files.as_ptr(), n as u32)
+        };
+    }
+}

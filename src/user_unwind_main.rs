@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `user_unwind`: deferred user-space stack traces for ftrace, on kernels that have the
+//! deferred unwinder (Linux 6.17+) but not its tracefs half.
+//!
+//! # Execution contexts
+//!
+//! - Module init and exit, the option file (`src/option.c`): task context, may sleep.
+//! - The request hook (`src/hook.c`): any context a trace event fires in, NMI included, with
+//!   preemption disabled. It never allocates, sleeps or faults.
+//! - [`uu_rust_stack`]: the deferred-unwind callback, task context on the way back to user
+//!   space; may fault and sleep. Takes the per-VMA lock, or `mmap_lock` for reading, one at a
+//!   time and never across a `file_cache` event (which reads the file).
+//! - [`files::uu_rust_file_freed`]: the `__fput` probe, task or workqueue context; lock-free.
+//!
+//! # Lock order
+//!
+//! `event_mutex` -> `tracepoints_mutex` -> `uu_hook_lock` -> `ftrace_export_lock`;
+//! `uu_option_lock` -> `event_mutex`. The callback takes no lock of the module's.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::ffi::{c_int, c_ulong};
+use kernel::prelude::*;
+
+mod files;
+mod logic;
+mod selftest;
+mod stack;
+
+use logic::siphash::SipKey;
+
+module! {
+    type: UserUnwind,
+    name: "user_unwind",
+    authors: ["The user_unwind authors"],
+    description: "Deferred user-space stack traces for ftrace",
+    license: "GPL",
+    params: {
+        enable: bool {
+            default: false,
+            description: "Switch options/userstacktrace_delay on at load",
+        },
+    },
+}
+
+/// The C half of the module (`include/user_unwind.h`).
+mod ffi {
+    use kernel::ffi::{c_int, c_ulong};
+
+    extern "C" {
+        pub(crate) fn uu_symbols_init() -> c_int;
+        pub(crate) fn uu_hook_init() -> c_int;
+        pub(crate) fn uu_hook_exit();
+        pub(crate) fn uu_events_init();
+        pub(crate) fn uu_option_init(enable: bool) -> c_int;
+        pub(crate) fn uu_option_exit();
+        pub(crate) fn uu_get_random_key(key: *mut u64);
+        pub(crate) fn uu_emit_stack(
+            cookie: u64,
+            start: u16,
+            total: u16,
+            offs: *const u64,
+            files: *const u64,
+            nr: u32,
+        );
+        pub(crate) fn uu_files_init() -> c_int;
+        pub(crate) fn uu_files_exit();
+        pub(crate) fn uu_emit_file_cache(
+            cookie: u64,
+            path: *const u8,
+            build_id: *const u8,
+            build_id_len: u32,
+        );
+        pub(crate) fn uu_file_path(
+            file: *mut kernel::bindings::file,
+            buf: *mut u8,
+            len: c_int,
+        ) -> *const u8;
+        pub(crate) fn uu_file_read(
+            file: *mut kernel::bindings::file,
+            offset: u64,
+            buf: *mut u8,
+            len: usize,
+        ) -> core::ffi::c_long;
+        pub(crate) fn uu_kernel_siphash(data: *const u8, len: usize, key: *const u64) -> u64;
+        pub(crate) fn uu_kernel_siphash_1u64(value: u64, key: *const u64) -> u64;
+    }
+
+    // Keep the unused-import lint quiet where only some types are used.
+    const _: Option<c_ulong> = None;
+}
+
+/// The secret key of the file cookies, drawn from the kernel's random source at load. It is
+/// not the `%p` key, and it is never written anywhere user space can read.
+static KEY: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+fn key() -> SipKey {
+    SipKey([KEY[0].load(Ordering::Relaxed), KEY[1].load(Ordering::Relaxed)])
+}
+
+fn to_result(ret: c_int) -> Result {
+    if ret < 0 {
+        Err(Error::from_errno(ret))
+    } else {
+        Ok(())
+    }
+}
+
+/// The registered deferred-unwind work: cancelled, with every callback finished, on drop.
+struct Hook;
+
+impl Hook {
+    fn new() -> Result<Self> {
+        // SAFETY: Called once, in task context, after `uu_symbols_init()` succeeded.
+        to_result(unsafe { ffi::uu_hook_init() }).inspect_err(|e| {
+            pr_err!("unwind_deferred_init failed: {:?}\n", e);
+        })?;
+        Ok(Hook)
+    }
+}
+
+impl Drop for Hook {
+    fn drop(&mut self) {
+        // SAFETY: `uu_hook_init()` succeeded (type invariant); task context.
+        unsafe { ffi::uu_hook_exit() };
+    }
+}
+
+/// `options/userstacktrace_delay`: removed, and the events switched off, on drop.
+struct OptionFile;
+
+impl OptionFile {
+    fn new(enable: bool) -> Result<Self> {
+        // SAFETY: Called once, in task context.
+        to_result(unsafe { ffi::uu_option_init(enable) })?;
+        Ok(OptionFile)
+    }
+}
+
+impl Drop for OptionFile {
+    fn drop(&mut self) {
+        // SAFETY: `uu_option_init()` succeeded; task context.
+        unsafe { ffi::uu_option_exit() };
+    }
+}
+
+/// The probe on `__fput` that keeps the first-sight cache honest: removed on drop.
+struct FileProbe;
+
+impl FileProbe {
+    fn new() -> Result<Self> {
+        // SAFETY: Called once, in task context.
+        to_result(unsafe { ffi::uu_files_init() })?;
+        Ok(FileProbe)
+    }
+}
+
+impl Drop for FileProbe {
+    fn drop(&mut self) {
+        // SAFETY: `uu_files_init()` succeeded; task context.
+        unsafe { ffi::uu_files_exit() };
+    }
+}
+
+struct UserUnwind {
+    // Dropped in this order: first no more switching, then no more requests or callbacks,
+    // then no more following of file lifetimes (no callback can need it any more).
+    _option: OptionFile,
+    _hook: Hook,
+    _files: FileProbe,
+}
+
+impl kernel::Module for UserUnwind {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        // SAFETY: Task context; fills the module's table of resolved symbols once.
+        to_result(unsafe { ffi::uu_symbols_init() })?;
+
+        let mut key = [0u64; 2];
+        // SAFETY: `key` is valid for two `u64` writes.
+        unsafe { ffi::uu_get_random_key(key.as_mut_ptr()) };
+        KEY[0].store(key[0], Ordering::Relaxed);
+        KEY[1].store(key[1], Ordering::Relaxed);
+
+        // SAFETY: The module's events are registered before its init runs.
+        unsafe { ffi::uu_events_init() };
+
+        let files = FileProbe::new()?;
+        let hook = Hook::new()?;
+        let option = OptionFile::new(*module_parameters::enable.value())?;
+        pr_info!("loaded\n");
+        Ok(UserUnwind {
+            _option: option,
+            _hook: hook,
+            _files: files,
+        })
+    }
+}
+
+/// Parses a write to the option file for `src/option.c`.
+///
+/// # Safety
+///
+/// `buf` must be valid for reads of `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn uu_rust_parse_option(buf: *const u8, len: usize) -> c_int {
+    // SAFETY: The caller guarantees `buf` is valid for `len` bytes.
+    let buf = unsafe { core::slice::from_raw_parts(buf, len) };
+    match logic::option::parse_option(buf) {
+        Ok(on) => c_int::from(on),
+        Err(_) => EINVAL.to_errno(),
+    }
+}
+
+/// Translates and records one deferred stack: the unwind callback's Rust half.
+///
+/// # Safety
+///
+/// `ips` must be valid for reads of `nr` entries; called in task context from the deferred
+/// unwind callback of `current`.
+#[no_mangle]
+pub unsafe extern "C" fn uu_rust_stack(ips: *const c_ulong, nr: u32, cookie: u64) {
+    let ips = if nr == 0 || ips.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: The caller guarantees `ips` is valid for `nr` entries.
+        unsafe { core::slice::from_raw_parts(ips, nr as usize) }
+    };
+    stack::record(ips, cookie, &key());
+}

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Resolve the deferred-unwind API, which Linux 7.3 does not export to modules.
+ *
+ * As lttng-modules does (src/wrapper/kallsyms.c): a kprobe on kallsyms_lookup_name gives
+ * that function's address; it then looks up the others. A kernel that exports the API
+ * needs none of this: build with UU_DIRECT_UNWIND_API and the calls link directly.
+ */
+#include <linux/kprobes.h>
+#include <linux/printk.h>
+#include <linux/unwind_deferred.h>
+#include <user_unwind.h>
+
+#ifdef CONFIG_X86_KERNEL_IBT
+#include <asm/cpufeature.h>
+#endif
+
+#include "symbols.h"
+
+struct uu_symbols uu_sym;
+
+#ifdef UU_DIRECT_UNWIND_API
+
+int uu_symbols_init(void)
+{
+	uu_sym.unwind_deferred_init = unwind_deferred_init;
+	uu_sym.unwind_deferred_request = unwind_deferred_request;
+	uu_sym.unwind_deferred_cancel = unwind_deferred_cancel;
+	return 0;
+}
+
+#else
+
+static int uu_kprobe_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	return 0;
+}
+
+static unsigned long (*uu_find_kallsyms_lookup_name(void))(const char *)
+{
+	struct kprobe probe = {
+		.symbol_name = "kallsyms_lookup_name",
+		.pre_handler = uu_kprobe_pre,
+	};
+	void *addr;
+
+	if (register_kprobe(&probe) < 0)
+		return NULL;
+	addr = probe.addr;
+	unregister_kprobe(&probe);
+	return addr;
+}
+
+/**
+ * uu_symbols_init - fill uu_sym
+ *
+ * Context: task, may sleep.
+ * Return: 0; -ENOSYS without CONFIG_UNWIND_USER, -ENOENT when a symbol cannot be found,
+ * -EOPNOTSUPP when indirect branch tracking would trap the calls.
+ */
+int uu_symbols_init(void)
+{
+	unsigned long (*lookup)(const char *name);
+
+	if (!IS_ENABLED(CONFIG_UNWIND_USER)) {
+		pr_err("kernel built without CONFIG_UNWIND_USER: no deferred unwinder\n");
+		return -ENOSYS;
+	}
+#ifdef CONFIG_X86_KERNEL_IBT
+	/*
+	 * The functions below are never address-taken in the kernel, so IBT seals their
+	 * ENDBR at boot and an indirect call to them traps. Refuse rather than crash.
+	 */
+	if (cpu_feature_enabled(X86_FEATURE_IBT)) {
+		pr_err("indirect branch tracking is on: cannot call the unexported unwind API (boot with ibt=off)\n");
+		return -EOPNOTSUPP;
+	}
+#endif
+	if (!IS_ENABLED(CONFIG_KPROBES)) {
+		pr_err("kernel built without CONFIG_KPROBES: cannot resolve the unwind API\n");
+		return -ENOSYS;
+	}
+	lookup = uu_find_kallsyms_lookup_name();
+	if (!lookup) {
+		pr_err("cannot find kallsyms_lookup_name through a kprobe\n");
+		return -ENOENT;
+	}
+
+#define UU_RESOLVE(name)						\
+	do {								\
+		uu_sym.name = (typeof(uu_sym.name))lookup(#name);	\
+		if (!uu_sym.name) {					\
+			pr_err("kernel symbol %s not found\n", #name);	\
+			return -ENOENT;					\
+		}							\
+	} while (0)
+
+	UU_RESOLVE(unwind_deferred_init);
+	UU_RESOLVE(unwind_deferred_request);
+	UU_RESOLVE(unwind_deferred_cancel);
+#undef UU_RESOLVE
+	return 0;
+}
+
+#endif /* UU_DIRECT_UNWIND_API */

@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Host half of the end-to-end tests.
+
+Boots the guest once with tests/guest/e2e.sh, then checks what it printed against ground
+truth: the test program's own call chain (main -> uu_a -> uu_b -> uu_c -> uu_lib_syscall,
+40 getppid calls), the binaries' symbol tables, the guest's list of kernel threads.
+Prints one "ok"/"not ok" line per check, the KUnit results, and exits non-zero on failure.
+"""
+import collections
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from symbolize import Elf  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LINE = re.compile(r"^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
+                  r"(?P<ts>[\d.]+):\s+(?P<event>\w+):\s*(?P<rest>.*)$")
+ARRAYS = re.compile(r"offs=\{([0-9a-fx,]*)\} files=\{([0-9a-fx,]*)\}")
+FILE_CACHE = re.compile(r"path=(?P<path>.*) build_id=(?P<id>[0-9a-f]*) build_id_len=(?P<len>\d+)")
+FRAME = re.compile(r"^ => <([0-9a-f]+)> : 0x([0-9a-f]+)$")
+CHAIN = ["uu_lib_syscall", "uu_c", "uu_b", "uu_a", "main"]
+CHAIN_CALLS = 40
+
+results = []
+
+
+def check(name, ok, why=""):
+    results.append(ok)
+    print(("ok - " if ok else "not ok - ") + name + ("" if ok else ": " + why))
+    sys.stdout.flush()
+
+
+def sections(text):
+    out, cur = collections.OrderedDict(), None
+    for line in text.splitlines():
+        if line.startswith("=== "):
+            cur = line[4:].strip()
+            out[cur] = []
+        elif cur:
+            out[cur].append(line)
+    return out
+
+
+def values(lines):
+    return dict(line.split(" ", 1) for line in lines if " " in line)
+
+
+def parse_trace(lines):
+    """Events in buffer order: dicts with comm, pid, event, rest and, for stacks, frames."""
+    events = []
+    for line in lines:
+        m = LINE.match(line)
+        if m:
+            ev = m.groupdict()
+            ev["pid"] = int(ev["pid"])
+            ev["frames"] = []
+            c = re.search(r"cookie=([0-9a-f]+)", ev["rest"])
+            ev["cookie"] = int(c.group(1), 16) if c else None
+            a = ARRAYS.search(ev["rest"])
+            if a and a.group(1):
+                ev["frames"] = list(zip([int(x, 16) for x in a.group(1).split(",")],
+                                        [int(x, 16) for x in a.group(2).split(",")]))
+            fc = FILE_CACHE.search(ev["rest"])
+            if ev["event"] == "file_cache" and fc:
+                ev["path"], ev["build_id"] = fc.group("path"), fc.group("id")
+                ev["build_id_len"] = int(fc.group("len"))
+            events.append(ev)
+            continue
+        f = FRAME.match(line)
+        if f and events:
+            events[-1]["frames"].append((int(f.group(1), 16), int(f.group(2), 16)))
+    return events
+
+
+def readelf_build_id(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    return m.group(1) if m else ""
+
+
+def resolve(events):
+    """For each stack event: the file_cache (path, build_id) each frame's cookie stood for,
+    the most recent one before the stack, or None."""
+    latest, out = {}, []
+    for e in events:
+        if e["event"] == "file_cache" and "path" in e:
+            latest[e["cookie"]] = e
+        elif e["event"] == "user_unwind_stack":
+            out.append((e, [latest.get(c) if c > 1 else "reserved" for _, c in e["frames"]]))
+    return out
+
+
+def check_file_cache(name, events, comm):
+    """Every file cookie of `comm`'s stacks has a file_cache before the stack."""
+    missing = 0
+    stacks = 0
+    for stack, files in resolve(events):
+        if stack["comm"] != comm:
+            continue
+        stacks += 1
+        missing += sum(f is None for f in files)
+    check(name, stacks and not missing, f"{missing} frames without file_cache in {stacks} stacks")
+
+
+def check_chain_files(events, prog):
+    """The file_cache events of the chain run name the right files and build-ids."""
+    check_file_cache("file_cache precedes the first stack using each cookie", events, "uu_chain")
+    resolved = [files for stack, files in resolve(events) if stack["comm"] == "uu_chain"]
+    if not resolved:
+        return
+    files = resolved[0]
+    want = [("/usr/lib/libuutest.so", os.path.join(prog, "libuutest.so")),
+            ("/usr/bin/uu_chain", os.path.join(prog, "uu_chain"))]
+    got = [(f["path"], f["build_id"]) if isinstance(f, dict) else f for f in files[:2]]
+    check("file_cache paths and build-ids of the program and its library match readelf",
+          got == [(p, readelf_build_id(h)) for p, h in want],
+          f"got {got}, want {[(p, readelf_build_id(h)) for p, h in want]}")
+    libc = [f for f in files if isinstance(f, dict) and f["path"].endswith("/libc.so.6")]
+    check("file_cache of libc carries its build-id",
+          libc and libc[0]["build_id"] == readelf_build_id(libc[0]["path"]) != "",
+          f"libc file_cache {libc[:1]}")
+    counts = collections.Counter(e["cookie"] for e in events if e["event"] == "file_cache")
+    used = {c for stack, _ in resolve(events) if stack["comm"] == "uu_chain"
+            for _, c in stack["frames"] if c > 1}
+    check("steady state: one file_cache per cookie", used and all(counts[c] == 1 for c in used),
+          f"{[(hex(c), counts[c]) for c in used if counts[c] != 1]}")
+
+
+def check_dlopen(events, prog):
+    exe = Elf(os.path.join(prog, "uu_dl"))
+    libs = {"/usr/lib/libuua.so": Elf(os.path.join(prog, "libuua.so")),
+            "/usr/lib/libuub.so": Elf(os.path.join(prog, "libuub.so"))}
+    expect = {"uu_call_a": "uu_liba_syscall", "uu_call_b": "uu_libb_syscall"}
+    wrong, seen, paths_by_cookie = [], 0, collections.defaultdict(set)
+    for stack, files in resolve(events):
+        if stack["comm"] != "uu_dl" or len(stack["frames"]) < 3:
+            continue
+        seen += 1
+        callers = [exe.symbol(off, True) for off, _ in stack["frames"][1:4]]
+        caller = next((c for c in callers if c in expect), None)
+        f0 = files[0]
+        if not isinstance(f0, dict) or f0["path"] not in libs:
+            wrong.append(f"frame 0 resolves to {f0 and f0.get('path') if isinstance(f0, dict) else f0}")
+            continue
+        paths_by_cookie[stack["frames"][0][1]].add(f0["path"])
+        got = libs[f0["path"]].symbol(stack["frames"][0][0])
+        if caller is None or got != expect[caller]:
+            wrong.append(f"{caller} -> {got} via {f0['path']}")
+    reused = sum(len(p) > 1 for p in paths_by_cookie.values())
+    print(f"# dlopen: {seen} stacks, {len(paths_by_cookie)} library cookies, "
+          f"{reused} reused for both libraries")
+    check("dlopen/dlclose: every library cookie resolves to the right library",
+          seen >= 60 and not wrong, f"{len(wrong)} of {seen} wrong: {wrong[:3]}")
+
+
+def check_chain(events, exe, lib):
+    cookies = [e for e in events if e["event"] == "user_unwind_cookie" and e["comm"] == "uu_chain"]
+    stacks = [e for e in events if e["event"] == "user_unwind_stack" and e["comm"] == "uu_chain"]
+    distinct = {e["cookie"] for e in cookies}
+    check("one cookie per getppid call", len(distinct) == CHAIN_CALLS,
+          f"{len(distinct)} distinct cookies for {CHAIN_CALLS} calls")
+    by_cookie = collections.Counter(s["cookie"] for s in stacks)
+    bad = [hex(c) for c in distinct if by_cookie[c] != 1]
+    check("every cookie is followed by exactly one stack", not bad and distinct,
+          f"cookies without exactly one stack: {bad[:5]}")
+    order_ok = all(events.index(s) > min(events.index(c) for c in cookies
+                                          if c["cookie"] == s["cookie"])
+                   for s in stacks if s["cookie"] in distinct)
+    check("each stack comes after its cookie", order_ok, "a stack precedes its cookie")
+    wrong = []
+    for s in stacks:
+        fr = s["frames"]
+        if len(fr) < len(CHAIN):
+            wrong.append(f"{len(fr)} frames")
+            continue
+        names = [lib.symbol(fr[0][0])] + [exe.symbol(off, True) for off, _ in fr[1:len(CHAIN)]]
+        libc, exec_c = fr[0][1], fr[1][1]
+        if names != CHAIN:
+            wrong.append(f"symbols {names}")
+        elif libc in (0, 1) or exec_c in (0, 1) or libc == exec_c:
+            wrong.append(f"file cookies {libc:x} {exec_c:x}")
+        elif any(c != exec_c for _, c in fr[1:len(CHAIN)]):
+            wrong.append("frames of one file with different cookies")
+    check("stacks name main -> uu_a -> uu_b -> uu_c -> uu_lib_syscall", stacks and not wrong,
+          f"{len(wrong)} of {len(stacks)} wrong, e.g. {wrong[:2]}")
+    check("one file cookie per file for the whole run",
+          len({s["frames"][0][1] for s in stacks}) == 1 and
+          len({s["frames"][1][1] for s in stacks}) == 1, "file cookies vary")
+
+
+def main():
+    prog = subprocess.run(["bash", "-c", ". scripts/lib.sh; echo $CACHE/prog"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    log = os.path.join(prog, "e2e-console.log")
+    run = subprocess.run([os.path.join(ROOT, "scripts/run-guest.sh"), "--log", log,
+                          "--add", os.path.join(ROOT, "tests/guest/e2e.sh") + ":/bin/e2e.sh",
+                          "--", "/bin/e2e.sh"], capture_output=True, text=True)
+    out = run.stdout
+    with open(os.path.join(prog, "e2e-output.txt"), "w") as f:
+        f.write(out)
+    s = sections(out)
+    check("guest ran to the end", run.returncode == 0 and "END" in s,
+          f"status {run.returncode}: {run.stderr[-2000:]}")
+    if "END" not in s:
+        return
+
+    v = values(s["INSMOD"])
+    check("insmod succeeds", v.get("insmod_status") == "0", str(v))
+    with open(os.path.join(prog, "kunit.log"), "w") as f:
+        f.write("\n".join(s["KUNIT"]) + "\n")
+
+    v = values(s["OPTION"])
+    check("option file exists and starts at 0", v.get("exists") == "yes" and v.get("initial") == "0",
+          str(v))
+    check("bad writes are rejected and change nothing",
+          "bad_write_accepted" not in v and v.get("after_bad") == "0", str(v))
+    check("1 and 0 are accepted and read back",
+          v.get("after_1") == "1" and v.get("after_0") == "0" and v.get("events_on") == "1", str(v))
+    check("independent of the userstacktrace option", v.get("userstacktrace") == "0", str(v))
+
+    exe = Elf(os.path.join(prog, "uu_chain"))
+    lib = Elf(os.path.join(prog, "libuutest.so"))
+    chain = parse_trace(s["CHAIN"])
+    check_chain(chain, exe, lib)
+    check_chain_files(chain, prog)
+    check_dlopen(parse_trace(s["DLOPEN"]), prog)
+    check_file_cache("a late trace-cmd record finds a file_cache for every cookie",
+                     parse_trace(s["LATE"]), "uu_chain")
+
+    kthreads = {int(p) for p in s["KTHREADS"] if p.strip().isdigit()}
+    events = parse_trace(s["ALL"])
+    cookies = [e for e in events if e["event"] == "user_unwind_cookie"]
+    from_kthreads = [e for e in cookies if e["pid"] in kthreads or e["pid"] == 0]
+    check("kernel threads produce no cookies", cookies and not from_kthreads,
+          f"{len(cookies)} cookies, {len(from_kthreads)} from kernel threads, "
+          f"e.g. {[e['comm'] for e in from_kthreads[:3]]}")
+    stacks = {e["cookie"] for e in events if e["event"] == "user_unwind_stack"}
+    check("stacks of every task on every CPU carry a requested cookie",
+          stacks and stacks <= {e["cookie"] for e in cookies},
+          f"{len(stacks - {e['cookie'] for e in cookies})} stacks without a cookie")
+    check("events were recorded on at least two CPUs",
+          len({e["cpu"] for e in events}) >= 2, "one CPU only")
+
+    v = values(s["TRACECMD"])
+    report = s["REPORT"]
+    check("trace-cmd record succeeds", v.get("record_status") == "0", str(v))
+    failed = [line for line in report if "FAILED TO PARSE" in line]
+    rc = sum("user_unwind_cookie:" in line and "uu_chain" in line for line in report)
+    rs = [line for line in report if "user_unwind_stack:" in line and "uu_chain" in line]
+    check("trace-cmd report parses every event", not failed and rs,
+          f"{len(failed)} unparsed, {len(rs)} stacks: {failed[:2]}")
+    check("trace-cmd report shows one cookie per call", rc == 20, f"{rc} cookies for 20 calls")
+    check("trace-cmd report shows the stack fields",
+          all(re.search(r"offs=\{0x[0-9a-f]+(,0x[0-9a-f]+)*\} files=\{0x", line) for line in rs),
+          rs[:1])
+
+    v = values(s["CYCLES"])
+    check("insmod/rmmod cycles under load", v.get("rmmod_status") == "0" and
+          v.get("cycles_done") == "6", str(v))
+    check("unload leaves nothing behind",
+          v.get("leftover_option") == "no" and v.get("leftover_events") == "no", str(v))
+    splats = [line for line in s["DMESG"] if line.strip()]
+    check("kernel log has no BUG, WARNING, KASAN or lockdep report", not splats, splats[:5])
+
+
+if __name__ == "__main__":
+    main()
+    print(f"e2e: {results.count(True)} passed, {results.count(False)} failed")
+    sys.exit(0 if results and all(results) else 1)

@@ -1,0 +1,18 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# What make demo shows in the guest.
+T=/sys/kernel/tracing
+set -x
+insmod /lib/modules/user_unwind.ko
+lsmod
+dmesg | grep -E 'user_unwind|# Subtest|ok [0-9]+ ' | grep -v '^\s*$'
+cat $T/options/userstacktrace_delay
+echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
+echo 1 >$T/events/raw_syscalls/sys_enter/enable
+echo 1 >$T/options/userstacktrace_delay
+uu_chain 2
+echo 0 >$T/options/userstacktrace_delay
+echo 0 >$T/events/raw_syscalls/sys_enter/enable
+set +x
+echo "---- cat $T/trace ----"
+grep -v '^#' $T/trace

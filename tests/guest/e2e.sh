@@ -1,0 +1,128 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Guest half of the end-to-end tests: runs the scenarios and prints their raw results in
+# "=== NAME" sections; tests/e2e.py checks them on the host against the test binaries.
+T=/sys/kernel/tracing
+OPT=$T/options/userstacktrace_delay
+
+section() { echo "=== $1"; }
+result() { echo "$1 $2"; }	# NAME VALUE
+
+section INSMOD
+insmod /lib/modules/user_unwind.ko
+result insmod_status $?
+section KUNIT
+dmesg | sed -n '/KTAP version/,$p'
+
+section OPTION
+result exists "$([ -f $OPT ] && echo yes || echo no)"
+result initial "$(cat $OPT)"
+for bad in bogus 2 10 " 1" "1 "; do
+	printf '%s' "$bad" >$OPT 2>/dev/null && result "bad_write_accepted" "'$bad'"
+done
+result after_bad "$(cat $OPT)"
+echo 1 >$OPT && result write_1 ok
+result after_1 "$(cat $OPT)"
+result events_on "$(cat $T/events/user_unwind/user_unwind_cookie/enable)"
+printf 0 >$OPT && result write_0 ok
+result after_0 "$(cat $OPT)"
+result userstacktrace "$(cat $T/options/userstacktrace)"
+
+# The known call chain, getppid only.
+echo 0 >$T/tracing_on
+echo >$T/trace
+echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
+echo 1 >$T/events/raw_syscalls/sys_enter/enable
+echo 1 >$OPT
+echo 1 >$T/tracing_on
+uu_chain 40
+echo 0 >$T/tracing_on
+echo 0 >$OPT
+echo 0 >$T/events/raw_syscalls/sys_enter/enable
+echo 0 >$T/events/raw_syscalls/sys_enter/filter
+section CHAIN
+cat $T/trace
+
+# dlopen/dlclose churn: file cookies reused for other libraries.
+echo >$T/trace
+echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
+echo 1 >$T/events/raw_syscalls/sys_enter/enable
+echo 1 >$OPT
+echo 1 >$T/tracing_on
+uu_dl 30
+echo 0 >$T/tracing_on
+echo 0 >$OPT
+section DLOPEN
+cat $T/trace
+
+# A reader that starts late: the files were seen (and cached) before it started.
+echo >$T/trace
+uu_chain 1000000 20000 >/dev/null &
+late=$!
+echo 1 >$T/tracing_on
+echo 1 >$OPT
+sleep 1
+echo 0 >$OPT
+echo 0 >$T/events/raw_syscalls/sys_enter/enable
+echo 0 >$T/events/raw_syscalls/sys_enter/filter
+trace-cmd record -q -o /tmp/late.dat -e user_unwind -e raw_syscalls:sys_enter \
+	-f 'id == 110' sleep 2 >/dev/null 2>&1
+kill $late
+wait $late 2>/dev/null
+section LATE
+trace-cmd report -i /tmp/late.dat 2>&1
+
+# Every event of every task: kernel threads must not produce cookies.
+echo >$T/trace
+echo 1 >$T/events/sched/sched_switch/enable
+echo 1 >$T/events/sched/sched_wakeup/enable
+echo 1 >$OPT
+echo 1 >$T/tracing_on
+uu_chain 200 >/dev/null &
+uu_chain 200 >/dev/null
+wait
+sleep 1
+echo 0 >$T/tracing_on
+echo 0 >$OPT
+echo 0 >$T/events/sched/enable
+section KTHREADS
+for d in /proc/[0-9]*; do
+	[ -s $d/cmdline ] || echo "${d#/proc/}"
+done
+section ALL
+cat $T/trace
+
+# trace-cmd drives the module through its events.
+section TRACECMD
+echo >$T/trace
+trace-cmd record -q -o /tmp/uu.dat -e user_unwind -e raw_syscalls:sys_enter -f 'id == 110' \
+	uu_chain 20 >/dev/null 2>&1
+result record_status $?
+section REPORT
+trace-cmd report -i /tmp/uu.dat 2>&1
+
+# Load and unload while events fire on every CPU.
+section CYCLES
+rmmod user_unwind
+result rmmod_status $?
+echo 1 >$T/events/raw_syscalls/enable
+echo 1 >$T/events/sched/enable
+echo 1 >$T/tracing_on
+for i in 1 2; do (uu_chain 1000000000 >/dev/null &) ; done
+ok=0
+for i in 1 2 3 4 5 6; do
+	insmod /lib/modules/user_unwind.ko enable=1 || break
+	sleep 0.3
+	rmmod user_unwind || break
+	ok=$((ok + 1))
+done
+result cycles_done "$ok"
+killall uu_chain 2>/dev/null
+echo 0 >$T/tracing_on
+echo 0 >$T/events/enable
+result leftover_option "$([ -e $OPT ] && echo yes || echo no)"
+result leftover_events "$([ -e $T/events/user_unwind ] && echo yes || echo no)"
+
+section DMESG
+dmesg | grep -E 'BUG:|WARNING:|KASAN|Oops|circular locking|recursive locking|sleeping function|Call Trace' || true
+section END
