@@ -33,6 +33,7 @@ for lib in libuutest.so libuua.so libuub.so; do
 done
 copy_with_libs "$CACHE/prog/uu_chain" /usr/bin/uu_chain
 copy_with_libs "$CACHE/prog/uu_dl" /usr/bin/uu_dl
+copy_with_libs "$CACHE/prog/uu_bench" /usr/bin/uu_bench
 install -m 0644 "$KO" "$OUT/lib/modules/user_unwind.ko"
 
 cat >"$OUT/init" <<'INIT'

@@ -26,7 +26,7 @@ lost=$(grep -hE '^CONFIG_[A-Z0-9_]+=' "$ROOT"/kconfig/*.config | grep -vxFf "$OU
 [ -z "$lost" ] || die "options from kconfig/ did not stick (a dependency is missing): $lost"
 kmake rustavailable >>"$OUT/build.log" 2>&1 || die "Rust is not available to the kernel build, see $OUT/build.log"
 
-say "kernel: building bzImage and modules (about 6 minutes on 2 cores)"
+say "kernel: building bzImage and modules (about 20 minutes on 2 cores with the debug fragment)"
 start=$(date +%s)
 kmake -j"$(($(nproc) + 1))" bzImage modules >>"$OUT/build.log" 2>&1 ||
 	{ tail -n 30 "$OUT/build.log" >&2; die "kernel build failed, see $OUT/build.log"; }

@@ -6,11 +6,14 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev libssl-dev cpio
-	make gcc xz-utils qemu-system-x86 busybox-static trace-cmd binutils file python3)
+	make gcc xz-utils qemu-system-x86 busybox-static trace-cmd binutils python3 perl)
 
 mkdir -p "$CACHE"
 command -v rustc >/dev/null || die "rustc not found: install Rust with rustup (the kernel needs >= 1.85)"
 command -v cargo >/dev/null || die "cargo not found: install Rust with rustup"
+rv=$(rustc_version)
+[ "$(printf '%s\n1.85.0\n' "$rv" | sort -V | head -n1)" = 1.85.0 ] ||
+	die "rustc $rv is too old: the kernel needs 1.85 or newer (rustup update)"
 command -v apt-get >/dev/null || die "apt-get not found: this bench needs a Debian 12 machine"
 
 missing=()
@@ -33,12 +36,12 @@ private_apt() {
 	uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
 	[ -n "$uri" ] || uri=$(awk '/^deb / && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
 	[ -n "$uri" ] || die "no Debian mirror found in /etc/apt/sources.list.d/debian.sources"
-	mkdir -p "$APT/lists/partial" "$APT/cache/archives/partial" "$APT/debs"
+	mkdir -p "$APT/lists/partial" "$APT/cache/archives/partial" "$APT/debs" "$APT/parts"
 	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri trixie-backports main" \
 		>"$APT/sources.list"
-	APT_OPTS=(-o Dir::Etc::sourcelist="$APT/sources.list" -o Dir::Etc::sourceparts=-
-		-o Dir::Etc::preferencesparts=- -o Dir::State::Lists="$APT/lists"
-		-o Dir::Cache="$APT/cache")
+	APT_OPTS=(-o Dir::Etc::sourcelist="$APT/sources.list" -o Dir::Etc::sourceparts="$APT/parts"
+		-o Dir::Etc::preferencesparts="$APT/parts" -o Dir::State::Lists="$APT/lists"
+		-o Dir::Cache="$APT/cache" -o APT::Sandbox::User=root)
 	if [ ! -e "$APT/updated" ]; then
 		say "fetching the trixie-backports package lists (private apt configuration)"
 		apt-get "${APT_OPTS[@]}" update -qq || die "private apt-get update failed"

@@ -4,7 +4,7 @@
 //! that uses it and again whenever the `struct file` behind it may have changed.
 
 use crate::ffi;
-use crate::logic::buildid::{find_build_id, ReadAt};
+use crate::logic::buildid::{find_build_id, ReadAt, ReadError};
 use crate::logic::frames::file_cookie;
 use crate::logic::seen::{FirstSight, Sighting};
 use crate::logic::siphash::SipKey;
@@ -78,10 +78,12 @@ impl HeldFiles {
 struct FileReader<'a>(&'a File);
 
 impl ReadAt for FileReader<'_> {
-    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ()> {
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ReadError> {
         // SAFETY: The file is held by `self.0`; `buf` is valid for `buf.len()` bytes.
-        let n = unsafe { ffi::uu_file_read(self.0.as_ptr(), offset, buf.as_mut_ptr(), buf.len()) };
-        usize::try_from(n).map_err(|_| ())
+        let n = unsafe {
+            ffi::uu_file_read(self.0.as_ptr().cast(), offset, buf.as_mut_ptr(), buf.len())
+        };
+        usize::try_from(n).map_err(|_| ReadError)
     }
 }
 
@@ -91,7 +93,7 @@ fn emit(file: &File, cookie: u64, buf: &mut KVec<u8>) {
     // SAFETY: The file is held; `buf` is valid for `buf.len()` bytes and the returned path
     // is a NUL-terminated string inside it, valid while `buf` is.
     unsafe {
-        let path = ffi::uu_file_path(file.as_ptr(), buf.as_mut_ptr(), buf.len() as i32);
+        let path = ffi::uu_file_path(file.as_ptr().cast(), buf.as_mut_ptr(), buf.len() as i32);
         ffi::uu_emit_file_cache(cookie, path, id.as_ptr(), id.len() as u32);
     }
 }
@@ -100,12 +102,12 @@ fn emit(file: &File, cookie: u64, buf: &mut KVec<u8>) {
 ///
 /// Context: task or workqueue, never NMI.
 #[no_mangle]
-pub extern "C" fn uu_rust_file_freed(file: usize) {
+pub(crate) extern "C" fn uu_rust_file_freed(file: usize) {
     SEEN.forget(file as u64);
 }
 
 /// A new reader may be starting: every cookie gets a new `file_cache`.
 #[no_mangle]
-pub extern "C" fn uu_rust_files_reset() {
+pub(crate) extern "C" fn uu_rust_files_reset() {
     SEEN.clear();
 }

@@ -67,11 +67,13 @@ static struct trace_export uu_export = {
 	.flags = TRACE_EXPORT_EVENT,
 };
 
+/*
+ * Also called from do_exit() for a request made before the task began to exit (its
+ * exit_group, say), while the task still has its mm: that stack is recorded too.
+ */
 static void uu_unwind_callback(struct unwind_work *work,
 			       struct unwind_stacktrace *trace, u64 cookie)
 {
-	if (current->flags & PF_EXITING)
-		return;
 	uu_rust_stack(trace->entries, trace->nr, cookie);
 }
 

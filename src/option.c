@@ -19,6 +19,8 @@
 #include <linux/uaccess.h>
 #include <user_unwind.h>
 
+#include "wrapper/symbols.h"
+
 static DEFINE_MUTEX(uu_option_lock);
 static bool uu_option;			/* under uu_option_lock */
 static struct dentry *uu_option_dentry;
@@ -127,7 +129,7 @@ int uu_option_init(bool enable)
 void uu_option_exit(void)
 {
 	if (uu_option_dentry)
-		simple_recursive_removal(uu_option_dentry, NULL);
+		uu_sym.tracefs_remove(uu_option_dentry);
 	uu_option_dentry = NULL;
 	uu_option_set(false);
 }

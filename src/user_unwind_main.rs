@@ -23,7 +23,7 @@ use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
 
 mod files;
-mod logic;
+pub mod logic;
 mod selftest;
 mod stack;
 
@@ -45,7 +45,7 @@ module! {
 
 /// The C half of the module (`include/user_unwind.h`).
 mod ffi {
-    use kernel::ffi::{c_int, c_ulong};
+    use kernel::ffi::{c_int, c_void};
 
     extern "C" {
         pub(crate) fn uu_symbols_init() -> c_int;
@@ -72,12 +72,12 @@ mod ffi {
             build_id_len: u32,
         );
         pub(crate) fn uu_file_path(
-            file: *mut kernel::bindings::file,
+            file: *mut c_void,
             buf: *mut u8,
             len: c_int,
         ) -> *const u8;
         pub(crate) fn uu_file_read(
-            file: *mut kernel::bindings::file,
+            file: *mut c_void,
             offset: u64,
             buf: *mut u8,
             len: usize,
@@ -85,9 +85,6 @@ mod ffi {
         pub(crate) fn uu_kernel_siphash(data: *const u8, len: usize, key: *const u64) -> u64;
         pub(crate) fn uu_kernel_siphash_1u64(value: u64, key: *const u64) -> u64;
     }
-
-    // Keep the unused-import lint quiet where only some types are used.
-    const _: Option<c_ulong> = None;
 }
 
 /// The secret key of the file cookies, drawn from the kernel's random source at load. It is
@@ -186,7 +183,7 @@ impl kernel::Module for UserUnwind {
 
         let files = FileProbe::new()?;
         let hook = Hook::new()?;
-        let option = OptionFile::new(*module_parameters::enable.value())?;
+        let option = OptionFile::new(module_parameters::enable.value())?;
         pr_info!("loaded\n");
         Ok(UserUnwind {
             _option: option,

@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use std::process::Command;
-use user_unwind_logic::logic::buildid::{find_build_id, vectors, ReadAt};
+use user_unwind_logic::logic::buildid::{find_build_id, vectors, ReadAt, ReadError};
 
 /// What binutils says the build-id of `path` is.
 fn readelf_build_id(path: &str) -> Option<String> {
@@ -51,9 +51,9 @@ fn files_without_build_id_and_non_elf() {
 struct Failing<'a>(&'a [u8], usize);
 
 impl ReadAt for Failing<'_> {
-    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ()> {
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ReadError> {
         if self.1 == 0 {
-            return Err(());
+            return Err(ReadError);
         }
         self.1 -= 1;
         let mut s = self.0;

@@ -21,16 +21,19 @@ pub const NOTE_BYTES: usize = 1024;
 const PT_NOTE: u32 = 4;
 const NT_GNU_BUILD_ID: u32 = 3;
 
+/// The file could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadError;
+
 /// Random access to the file's bytes.
 pub trait ReadAt {
-    /// Reads up to `buf.len()` bytes at `offset`; returns how many were read (0 at the end),
-    /// or `Err(())` when the file cannot be read.
-    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ()>;
+    /// Reads up to `buf.len()` bytes at `offset`; returns how many were read (0 at the end).
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ReadError>;
 }
 
 impl ReadAt for &[u8] {
-    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ()> {
-        let start = usize::try_from(offset).map_err(|_| ())?;
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ReadError> {
+        let start = usize::try_from(offset).map_err(|_| ReadError)?;
         let src = self.get(start..).unwrap_or(&[]);
         let n = src.len().min(buf.len());
         buf[..n].copy_from_slice(&src[..n]);
@@ -291,7 +294,7 @@ mod tests {
     fn huge_phnum_reads_a_bounded_number_of_headers() {
         struct Counting<'a>(&'a [u8], usize);
         impl ReadAt for Counting<'_> {
-            fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ()> {
+            fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ReadError> {
                 self.1 += 1;
                 // Every program header reads as PT_LOAD, forever.
                 let _ = self.0;

@@ -8,6 +8,7 @@
  */
 #include <linux/kprobes.h>
 #include <linux/printk.h>
+#include <linux/tracefs.h>
 #include <linux/unwind_deferred.h>
 #include <user_unwind.h>
 
@@ -26,6 +27,7 @@ int uu_symbols_init(void)
 	uu_sym.unwind_deferred_init = unwind_deferred_init;
 	uu_sym.unwind_deferred_request = unwind_deferred_request;
 	uu_sym.unwind_deferred_cancel = unwind_deferred_cancel;
+	uu_sym.tracefs_remove = tracefs_remove;
 	return 0;
 }
 
@@ -98,6 +100,7 @@ int uu_symbols_init(void)
 	UU_RESOLVE(unwind_deferred_init);
 	UU_RESOLVE(unwind_deferred_request);
 	UU_RESOLVE(unwind_deferred_cancel);
+	UU_RESOLVE(tracefs_remove);
 #undef UU_RESOLVE
 	return 0;
 }

@@ -12,6 +12,8 @@ struct uu_symbols {
 	int (*unwind_deferred_init)(struct unwind_work *work, unwind_callback_t func);
 	int (*unwind_deferred_request)(struct unwind_work *work, u64 *cookie);
 	void (*unwind_deferred_cancel)(struct unwind_work *work);
+	/* Drops the tracefs pin tracefs_create_file() took; simple_recursive_removal() does not. */
+	void (*tracefs_remove)(struct dentry *dentry);
 };
 
 /* Written once by uu_symbols_init() before anything else runs; read-only after. */
