@@ -22,7 +22,6 @@ void uu_hook_disable(void);		/* cookie event's unreg callback */
 /* src/events.c */
 void uu_events_init(void);
 bool uu_is_own_event(unsigned short type);
-void uu_emit_cookie(u64 cookie);
 void uu_emit_stack(u64 cookie, u16 start, u16 total, const u64 *offs,
 		   const u64 *files, u32 nr);
 void uu_emit_file_cache(u64 cookie, const char *path, const u8 *build_id,
@@ -42,6 +41,7 @@ int uu_option_init(bool enable);
 void uu_option_exit(void);
 
 /* Small wrappers for Rust. */
+struct mm_struct *uu_current_mm(void);
 void uu_get_random_key(u64 key[2]);
 u64 uu_kernel_siphash(const void *data, size_t len, const u64 key[2]);
 u64 uu_kernel_siphash_1u64(u64 value, const u64 key[2]);

@@ -8,11 +8,6 @@
 #define CREATE_TRACE_POINTS
 #include "events.h"
 
-void uu_emit_cookie(u64 cookie)
-{
-	trace_user_unwind_cookie(cookie);
-}
-
 void uu_emit_stack(u64 cookie, u16 start, u16 total, const u64 *offs,
 		   const u64 *files, u32 nr)
 {

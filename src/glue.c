@@ -4,8 +4,19 @@
  * from an out-of-tree module.
  */
 #include <linux/random.h>
+#include <linux/sched.h>
 #include <linux/siphash.h>
 #include <user_unwind.h>
+
+/*
+ * current->mm, read in C. The Rust bindings of this kernel build place task_struct::mm 48
+ * bytes before where C has it (a layout mismatch between bindgen and clang somewhere
+ * between sched_class and sched_info), so kernel::current!().mm() reads another field.
+ */
+struct mm_struct *uu_current_mm(void)
+{
+	return current->mm;
+}
 
 void uu_get_random_key(u64 key[2])
 {

@@ -29,6 +29,7 @@
 #include <linux/unwind_deferred.h>
 #include <user_unwind.h>
 
+#include "events.h"
 #include "wrapper/symbols.h"
 
 static struct unwind_work uu_work;
@@ -52,13 +53,19 @@ static void uu_export_write(struct trace_export *export, const void *entry,
 	/* The module's own events never trigger requests. */
 	if (size < sizeof(*ent) || uu_is_own_event(ent->type))
 		return;
+	/*
+	 * The hook is installed just before the cookie event's first probe: no request
+	 * until its cookie can be recorded.
+	 */
+	if (!trace_user_unwind_cookie_enabled())
+		return;
 	/* Anything the cookie event itself may trigger. */
 	if (__this_cpu_read(uu_hook_busy) & bit)
 		return;
 
 	__this_cpu_or(uu_hook_busy, bit);
 	if (uu_sym.unwind_deferred_request(&uu_work, &cookie) >= 0)
-		uu_emit_cookie(cookie);
+		trace_user_unwind_cookie(cookie);
 	__this_cpu_and(uu_hook_busy, ~bit);
 }
 

@@ -62,10 +62,15 @@ impl AddressSpace for TaskSpace<'_> {
 ///
 /// Context: task context of the unwound task, may sleep.
 pub(crate) fn record(ips: &[c_ulong], cookie: u64, key: &SipKey) {
-    let current = kernel::current!();
-    let Some(mm) = current.mm() else {
+    // Not `kernel::current!().mm()`: see `uu_current_mm()` in src/glue.c.
+    // SAFETY: Reading `current->mm` in task context is always allowed.
+    let mm = unsafe { ffi::uu_current_mm() };
+    if mm.is_null() {
         return;
-    };
+    }
+    // SAFETY: `current->mm` of a task in its own task context is valid, with `mm_users`
+    // held by the task, for as long as this callback runs (the task cannot exit under it).
+    let mm = unsafe { MmWithUser::from_raw(mm.cast()) };
     let ips = &ips[..ips.len().min(usize::from(u16::MAX))];
     let total = ips.len() as u16;
     let mut offs = [0u64; CHUNK_FRAMES];

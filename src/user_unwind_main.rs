@@ -55,6 +55,7 @@ mod ffi {
         pub(crate) fn uu_option_init(enable: bool) -> c_int;
         pub(crate) fn uu_option_exit();
         pub(crate) fn uu_get_random_key(key: *mut u64);
+        pub(crate) fn uu_current_mm() -> *mut c_void;
         pub(crate) fn uu_emit_stack(
             cookie: u64,
             start: u16,

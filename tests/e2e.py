@@ -30,7 +30,7 @@ results = []
 
 def check(name, ok, why=""):
     results.append(ok)
-    print(("ok - " if ok else "not ok - ") + name + ("" if ok else ": " + why))
+    print(("ok - " if ok else "not ok - ") + name + ("" if ok else f": {why}"))
     sys.stdout.flush()
 
 

@@ -9,6 +9,7 @@ section() { echo "=== $1"; }
 result() { echo "$1 $2"; }	# NAME VALUE
 
 section INSMOD
+dmesg -c >/dev/null
 insmod /lib/modules/user_unwind.ko
 result insmod_status $?
 section KUNIT
@@ -86,8 +87,10 @@ echo 0 >$T/tracing_on
 echo 0 >$OPT
 echo 0 >$T/events/sched/enable
 section KTHREADS
+# PF_KTHREAD (0x00200000) in the flags field of /proc/PID/stat.
 for d in /proc/[0-9]*; do
-	[ -s $d/cmdline ] || echo "${d#/proc/}"
+	flags=$(sed 's/^.*) //' $d/stat 2>/dev/null | cut -d' ' -f7)
+	[ -n "$flags" ] && [ $((flags & 0x200000)) -ne 0 ] && echo "${d#/proc/}"
 done
 section ALL
 cat $T/trace
