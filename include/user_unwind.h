@@ -42,6 +42,7 @@ void uu_option_exit(void);
 
 /* Small wrappers for Rust. */
 struct mm_struct *uu_current_mm(void);
+bool uu_tracing_on(void);
 void uu_get_random_key(u64 key[2]);
 u64 uu_kernel_siphash(const void *data, size_t len, const u64 key[2]);
 u64 uu_kernel_siphash_1u64(u64 value, const u64 key[2]);

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Build the test kernel into the cache: tinyconfig + kconfig/*.config, LLVM=-19.
-# The build folder is keyed by kernel version, fragments and toolchain (lib.sh: kernel_key),
-# so a change to any of them builds a new kernel and nothing else does.
+# The build is keyed by kernel version, fragments and toolchain (lib.sh: kernel_key): when
+# the key recorded in the build folder differs, the kernel is rebuilt in place, which
+# redoes only what the change touches; nothing else triggers a build.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 SRC=$(kernel_src)
 OUT=$(kernel_build_dir)
-if [ -f "$OUT/.done" ]; then
+KEY=$(kernel_key)
+if [ "$(cat "$OUT/.done" 2>/dev/null)" = "$KEY" ] && [ -f "$OUT/arch/x86/boot/bzImage" ]; then
 	say "test kernel up to date: $OUT"
 	exit 0
 fi
+rm -f "$OUT/.done"
 mkdir -p "$OUT"
 
 say "kernel: configuring (tinyconfig + $(cd "$ROOT/kconfig" && echo *.config))"
@@ -38,5 +41,5 @@ say "kernel: built in $(($(date +%s) - start)) s"
 	echo "clang: $(clang$LLVM_SUFFIX --version | head -n1)"
 	echo "bindgen: $(bindgen --version)"
 } >"$OUT/versions.txt"
-touch "$OUT/.done"
+echo "$KEY" >"$OUT/.done"
 say "test kernel ready: $OUT"

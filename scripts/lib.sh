@@ -29,7 +29,9 @@ kernel_key() {
 	} | sha256sum | cut -c1-16
 }
 
-kernel_build_dir() { echo "$CACHE/kbuild/$(kernel_key)"; }
+# One build folder, rebuilt in place (make only redoes what a change touches) when the key
+# recorded in it differs from kernel_key.
+kernel_build_dir() { echo "$CACHE/kbuild/linux-$KERNEL_SERIES"; }
 
 rust_lib_src() { echo "$CACHE/rust-src-$(rustc_version)/usr/src/rustc-$(rustc_version)/library"; }
 

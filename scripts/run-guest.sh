@@ -27,7 +27,8 @@ done
 KBUILD=$(kernel_build_dir)
 BZIMAGE=$KBUILD/arch/x86/boot/bzImage
 KO=${UU_MODULE:-$ROOT/user_unwind.ko}
-[ -f "$KBUILD/.done" ] || die "test kernel not built: run make setup"
+[ "$(cat "$KBUILD/.done" 2>/dev/null)" = "$(kernel_key)" ] ||
+	die "test kernel not built or out of date: run make setup"
 [ -f "$KO" ] || die "module not built: run make module"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/uu-guest.XXXXXX")

@@ -8,6 +8,8 @@
  * or workqueue context (never NMI); it does one hash and at most one atomic compare.
  * On x86 with CONFIG_KPROBES_ON_FTRACE it is an ftrace call, not an int3.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/kprobes.h>

@@ -8,12 +8,29 @@ use crate::logic::buildid::{find_build_id, ReadAt, ReadError};
 use crate::logic::frames::file_cookie;
 use crate::logic::seen::{FirstSight, Sighting};
 use crate::logic::siphash::SipKey;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::fs::file::File;
 use kernel::prelude::*;
 use kernel::sync::aref::ARef;
 
 /// Which files already have their `file_cache` in the trace.
 static SEEN: FirstSight = FirstSight::new();
+
+/// Whether the top-level instance was recording at the last stack.
+static RECORDING: AtomicBool = AtomicBool::new(false);
+
+/// Whether `file_cache` events written now reach the trace. While tracing is off they are
+/// dropped, so nothing is remembered; when it comes back on, a reader may be starting (as
+/// `trace-cmd record` does: enable events, clear the buffer, switch tracing on), so every
+/// file is forgotten.
+fn recording() -> bool {
+    // SAFETY: A plain C function without preconditions.
+    let on = unsafe { ffi::uu_tracing_on() };
+    if RECORDING.swap(on, Ordering::Relaxed) != on && on {
+        SEEN.clear();
+    }
+    on
+}
 
 /// Longest path a `file_cache` event carries, NUL included; longer ones are shortened
 /// visibly (`src/files.c`).
@@ -53,6 +70,7 @@ impl HeldFiles {
     ///
     /// Context: task, may sleep.
     pub(crate) fn report(&self, key: &SipKey) {
+        let recording = recording();
         let mut path: Option<KVec<u8>> = None;
         for file in self.files.iter() {
             let ptr = file.as_ptr() as usize as u64;
@@ -67,7 +85,7 @@ impl HeldFiles {
                 return;
             };
             emit(file, file_cookie(ptr, key), buf);
-            if sighting == Sighting::New {
+            if sighting == Sighting::New && recording {
                 SEEN.record(ptr);
             }
         }

@@ -6,6 +6,8 @@
 #include <linux/random.h>
 #include <linux/sched.h>
 #include <linux/siphash.h>
+#include <linux/trace.h>
+#include <linux/ftrace.h>
 #include <user_unwind.h>
 
 /*
@@ -35,4 +37,10 @@ u64 uu_kernel_siphash_1u64(u64 value, const u64 key[2])
 	const siphash_key_t k = { { key[0], key[1] } };
 
 	return siphash_1u64(value, &k);
+}
+
+/* Whether the top-level instance records: a file_cache written while it does not is lost. */
+bool uu_tracing_on(void)
+{
+	return tracing_is_on();
 }

@@ -9,6 +9,8 @@
  * themselves (trace-cmd record -e user_unwind), since trace-cmd's -O only knows the
  * kernel's built-in options.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/dcache.h>
 #include <linux/fs.h>
 #include <linux/module.h>

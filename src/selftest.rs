@@ -23,7 +23,8 @@ mod tests {
     fn siphash_equals_kernel_c() {
         for i in 0..TEST_MESSAGE.len() {
             // SAFETY: The message and the key are valid for the lengths passed.
-            let c = unsafe { ffi::uu_kernel_siphash(TEST_MESSAGE.as_ptr(), i, TEST_KEY.0.as_ptr()) };
+            let c =
+                unsafe { ffi::uu_kernel_siphash(TEST_MESSAGE.as_ptr(), i, TEST_KEY.0.as_ptr()) };
             assert_eq!(siphash(&TEST_MESSAGE[..i], &TEST_KEY), c);
         }
         for value in [0u64, 1, 0xffff_8881_007e_d428, u64::MAX] {
@@ -35,10 +36,21 @@ mod tests {
 
     #[test]
     fn file_offsets() {
-        let m = Mapping { start: 0x7f00_0000_1000, end: 0x7f00_0000_3000, pgoff: 1 };
+        let m = Mapping {
+            start: 0x7f00_0000_1000,
+            end: 0x7f00_0000_3000,
+            pgoff: 1,
+        };
         assert_eq!(m.file_offset(0x7f00_0000_1010, 12), Ok(0x1010));
-        assert_eq!(m.file_offset(0x7f00_0000_3000, 12), Err(OffsetError::OutsideMapping));
-        let huge = Mapping { start: 0x1000, end: 0x2000, pgoff: u64::MAX >> 4 };
+        assert_eq!(
+            m.file_offset(0x7f00_0000_3000, 12),
+            Err(OffsetError::OutsideMapping)
+        );
+        let huge = Mapping {
+            start: 0x1000,
+            end: 0x2000,
+            pgoff: u64::MAX >> 4,
+        };
         assert_eq!(huge.file_offset(0x1000, 12), Err(OffsetError::Overflow));
     }
 
@@ -61,7 +73,10 @@ mod tests {
         let id = find_build_id(&mut &buf[..n]).map(|id| id.as_bytes().len());
         assert_eq!(id, Some(20));
         let n = vectors::elf32_be(&mut buf);
-        assert_eq!(find_build_id(&mut &buf[..n]).map(|id| id.as_bytes()[19]), Some(19));
+        assert_eq!(
+            find_build_id(&mut &buf[..n]).map(|id| id.as_bytes()[19]),
+            Some(19)
+        );
         for len in 0..n {
             assert!(find_build_id(&mut &buf[..len]).is_none());
         }

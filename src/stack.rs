@@ -53,7 +53,8 @@ impl AddressSpace for TaskSpace<'_> {
             return Some(copy_vma(&vma, &mut self.held));
         }
         let mmap = self.mm.mmap_read_lock();
-        mmap.vma_lookup(addr).map(|vma| copy_vma(vma, &mut self.held))
+        mmap.vma_lookup(addr)
+            .map(|vma| copy_vma(vma, &mut self.held))
     }
 }
 
@@ -79,14 +80,24 @@ pub(crate) fn record(ips: &[c_ulong], cookie: u64, key: &SipKey) {
     for (start, len) in chunks(ips.len()) {
         // A fresh translator per chunk looks every file of the chunk up again, so each
         // chunk holds the files it reports.
-        let mut space = TaskSpace { mm, held: HeldFiles::new() };
+        let mut space = TaskSpace {
+            mm,
+            held: HeldFiles::new(),
+        };
         let mut translator = Translator::new(key, PAGE_SHIFT as u32);
         let frames = ips[start..start + len].iter().map(|&ip| ip as u64);
         let n = translator.translate(&mut space, frames, &mut offs, &mut files);
         space.held.report(key);
         // SAFETY: `offs` and `files` hold `n` initialized entries; the tracepoint copies them.
         unsafe {
-            ffi::uu_emit_stack(cookie, start as u16, total, offs.as_ptr(), files.as_ptr(), n as u32)
+            ffi::uu_emit_stack(
+                cookie,
+                start as u16,
+                total,
+                offs.as_ptr(),
+                files.as_ptr(),
+                n as u32,
+            )
         };
     }
 }

@@ -56,6 +56,7 @@ mod ffi {
         pub(crate) fn uu_option_exit();
         pub(crate) fn uu_get_random_key(key: *mut u64);
         pub(crate) fn uu_current_mm() -> *mut c_void;
+        pub(crate) fn uu_tracing_on() -> bool;
         pub(crate) fn uu_emit_stack(
             cookie: u64,
             start: u16,
@@ -72,11 +73,7 @@ mod ffi {
             build_id: *const u8,
             build_id_len: u32,
         );
-        pub(crate) fn uu_file_path(
-            file: *mut c_void,
-            buf: *mut u8,
-            len: c_int,
-        ) -> *const u8;
+        pub(crate) fn uu_file_path(file: *mut c_void, buf: *mut u8, len: c_int) -> *const u8;
         pub(crate) fn uu_file_read(
             file: *mut c_void,
             offset: u64,
@@ -93,7 +90,10 @@ mod ffi {
 static KEY: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 
 fn key() -> SipKey {
-    SipKey([KEY[0].load(Ordering::Relaxed), KEY[1].load(Ordering::Relaxed)])
+    SipKey([
+        KEY[0].load(Ordering::Relaxed),
+        KEY[1].load(Ordering::Relaxed),
+    ])
 }
 
 fn to_result(ret: c_int) -> Result {

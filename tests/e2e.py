@@ -19,7 +19,9 @@ from symbolize import Elf  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINE = re.compile(r"^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
                   r"(?P<ts>[\d.]+):\s+(?P<event>\w+):\s*(?P<rest>.*)$")
-ARRAYS = re.compile(r"offs=\{([0-9a-fx,]*)\} files=\{([0-9a-fx,]*)\}")
+# __print_array as the kernel prints it ({0x1,0x2}) and as libtraceevent 1.7.1 does (1 2).
+ARRAYS = (re.compile(r"offs=\{([0-9a-fx,]*)\} files=\{([0-9a-fx,]*)\}"),
+          re.compile(r"offs=([0-9 ]*?) files=([0-9 ]*)$"))
 FILE_CACHE = re.compile(r"path=(?P<path>.*) build_id=(?P<id>[0-9a-f]*) build_id_len=(?P<len>\d+)")
 FRAME = re.compile(r"^ => <([0-9a-f]+)> : 0x([0-9a-f]+)$")
 CHAIN = ["uu_lib_syscall", "uu_c", "uu_b", "uu_a", "main"]
@@ -49,6 +51,17 @@ def values(lines):
     return dict(line.split(" ", 1) for line in lines if " " in line)
 
 
+def parse_arrays(rest):
+    """The (offset, file cookie) pairs of a user_unwind_stack printed by its format."""
+    for pattern in ARRAYS:
+        m = pattern.search(rest)
+        if m and m.group(1).strip():
+            sep = "," if "{" in m.group(0) else None
+            return list(zip([int(x, 0) for x in m.group(1).split(sep)],
+                            [int(x, 0) for x in m.group(2).split(sep)]))
+    return []
+
+
 def parse_trace(lines):
     """Events in buffer order: dicts with comm, pid, event, rest and, for stacks, frames."""
     events = []
@@ -60,10 +73,7 @@ def parse_trace(lines):
             ev["frames"] = []
             c = re.search(r"cookie=([0-9a-f]+)", ev["rest"])
             ev["cookie"] = int(c.group(1), 16) if c else None
-            a = ARRAYS.search(ev["rest"])
-            if a and a.group(1):
-                ev["frames"] = list(zip([int(x, 16) for x in a.group(1).split(",")],
-                                        [int(x, 16) for x in a.group(2).split(",")]))
+            ev["frames"] = parse_arrays(ev["rest"])
             fc = FILE_CACHE.search(ev["rest"])
             if ev["event"] == "file_cache" and fc:
                 ev["path"], ev["build_id"] = fc.group("path"), fc.group("id")
@@ -254,8 +264,11 @@ def main():
     check("trace-cmd report parses every event", not failed and rs,
           f"{len(failed)} unparsed, {len(rs)} stacks: {failed[:2]}")
     check("trace-cmd report shows one cookie per call", rc == 20, f"{rc} cookies for 20 calls")
-    check("trace-cmd report shows the stack fields",
-          all(re.search(r"offs=\{0x[0-9a-f]+(,0x[0-9a-f]+)*\} files=\{0x", line) for line in rs),
+    stacks = [e for e in parse_trace(report) if e["event"] == "user_unwind_stack"
+              and e["comm"] == "uu_chain"]
+    total = [int(re.search(r"total=(\d+)", e["rest"]).group(1)) for e in stacks]
+    check("trace-cmd report shows every frame of the stack fields",
+          stacks and all(len(e["frames"]) == t >= len(CHAIN) for e, t in zip(stacks, total)),
           rs[:1])
 
     v = values(s["CYCLES"])

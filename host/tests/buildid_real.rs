@@ -9,7 +9,10 @@ use user_unwind_logic::logic::buildid::{find_build_id, vectors, ReadAt, ReadErro
 
 /// What binutils says the build-id of `path` is.
 fn readelf_build_id(path: &str) -> Option<String> {
-    let out = Command::new("readelf").args(["-n", path]).output().expect("readelf runs");
+    let out = Command::new("readelf")
+        .args(["-n", path])
+        .output()
+        .expect("readelf runs");
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
         .find_map(|l| l.trim().strip_prefix("Build ID: "))
@@ -27,7 +30,11 @@ fn ours(path: &str) -> Option<String> {
 
 #[test]
 fn real_files_match_readelf() {
-    let files = ["/bin/ls", "/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"];
+    let files = [
+        "/bin/ls",
+        "/lib/x86_64-linux-gnu/libc.so.6",
+        "/lib64/ld-linux-x86-64.so.2",
+    ];
     let mut with_id = 0;
     for path in files {
         let want = readelf_build_id(path);

@@ -64,17 +64,29 @@ struct Layout {
 impl Layout {
     fn u16(&self, b: &[u8], at: usize) -> Option<u16> {
         let v: [u8; 2] = b.get(at..at.checked_add(2)?)?.try_into().ok()?;
-        Some(if self.big { u16::from_be_bytes(v) } else { u16::from_le_bytes(v) })
+        Some(if self.big {
+            u16::from_be_bytes(v)
+        } else {
+            u16::from_le_bytes(v)
+        })
     }
 
     fn u32(&self, b: &[u8], at: usize) -> Option<u32> {
         let v: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
-        Some(if self.big { u32::from_be_bytes(v) } else { u32::from_le_bytes(v) })
+        Some(if self.big {
+            u32::from_be_bytes(v)
+        } else {
+            u32::from_le_bytes(v)
+        })
     }
 
     fn u64(&self, b: &[u8], at: usize) -> Option<u64> {
         let v: [u8; 8] = b.get(at..at.checked_add(8)?)?.try_into().ok()?;
-        Some(if self.big { u64::from_be_bytes(v) } else { u64::from_le_bytes(v) })
+        Some(if self.big {
+            u64::from_be_bytes(v)
+        } else {
+            u64::from_le_bytes(v)
+        })
     }
 
     /// A word: 8 bytes in ELF64, 4 in ELF32.
@@ -127,7 +139,11 @@ pub fn find_build_id(file: &mut impl ReadAt) -> Option<BuildId> {
     let (phoff, phentsize, phnum) = if l.is64 {
         (l.u64(&ehdr, 32)?, l.u16(&ehdr, 54)?, l.u16(&ehdr, 56)?)
     } else {
-        (u64::from(l.u32(&ehdr, 28)?), l.u16(&ehdr, 42)?, l.u16(&ehdr, 44)?)
+        (
+            u64::from(l.u32(&ehdr, 28)?),
+            l.u16(&ehdr, 42)?,
+            l.u16(&ehdr, 44)?,
+        )
     };
     let min_entsize = if l.is64 { 56 } else { 32 };
     if usize::from(phentsize) < min_entsize || phoff == 0 {
@@ -175,7 +191,10 @@ fn scan_notes(l: Layout, notes: &[u8], align: usize) -> Option<BuildId> {
             if desc.len() > BUILD_ID_MAX {
                 return None;
             }
-            let mut id = BuildId { bytes: [0; BUILD_ID_MAX], len: desc.len() };
+            let mut id = BuildId {
+                bytes: [0; BUILD_ID_MAX],
+                len: desc.len(),
+            };
             id.bytes[..desc.len()].copy_from_slice(desc);
             return Some(id);
         }
@@ -242,7 +261,9 @@ mod tests {
     use super::vectors::*;
     use super::*;
 
-    const ID: [u8; 20] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19];
+    const ID: [u8; 20] = [
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+    ];
 
     fn parse(bytes: &[u8]) -> Option<BuildId> {
         find_build_id(&mut &bytes[..])
@@ -252,9 +273,15 @@ mod tests {
     fn both_classes_and_byte_orders() {
         let mut buf = [0u8; 160];
         let n = elf64_le(&mut buf);
-        assert_eq!(parse(&buf[..n]).map(|id| id.as_bytes().to_vec()), Some(ID.to_vec()));
+        assert_eq!(
+            parse(&buf[..n]).map(|id| id.as_bytes().to_vec()),
+            Some(ID.to_vec())
+        );
         let n = elf32_be(&mut buf);
-        assert_eq!(parse(&buf[..n]).map(|id| id.as_bytes().to_vec()), Some(ID.to_vec()));
+        assert_eq!(
+            parse(&buf[..n]).map(|id| id.as_bytes().to_vec()),
+            Some(ID.to_vec())
+        );
     }
 
     #[test]
@@ -271,17 +298,17 @@ mod tests {
         let mut buf = [0u8; 160];
         let n = elf64_le(&mut buf);
         let cases: &[(usize, &[u8])] = &[
-            (124, &u32::MAX.to_le_bytes()),      // descsz
-            (120, &u32::MAX.to_le_bytes()),      // namesz
-            (124, &200u32.to_le_bytes()),        // descsz beyond the segment
-            (64 + 32, &u64::MAX.to_le_bytes()),  // p_filesz
-            (64 + 8, &u64::MAX.to_le_bytes()),   // p_offset
-            (32, &u64::MAX.to_le_bytes()),       // e_phoff
-            (54, &1u16.to_le_bytes()),           // e_phentsize
-            (4, &[3]),                           // EI_CLASS
-            (5, &[0]),                           // EI_DATA
-            (128, &7u32.to_le_bytes()),          // note type
-            (132, b"GNX\0"),                     // note name
+            (124, &u32::MAX.to_le_bytes()),     // descsz
+            (120, &u32::MAX.to_le_bytes()),     // namesz
+            (124, &200u32.to_le_bytes()),       // descsz beyond the segment
+            (64 + 32, &u64::MAX.to_le_bytes()), // p_filesz
+            (64 + 8, &u64::MAX.to_le_bytes()),  // p_offset
+            (32, &u64::MAX.to_le_bytes()),      // e_phoff
+            (54, &1u16.to_le_bytes()),          // e_phentsize
+            (4, &[3]),                          // EI_CLASS
+            (5, &[0]),                          // EI_DATA
+            (128, &7u32.to_le_bytes()),         // note type
+            (132, b"GNX\0"),                    // note name
         ];
         for &(at, bytes) in cases {
             let mut bad = buf;

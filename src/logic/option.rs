@@ -31,7 +31,18 @@ mod tests {
 
     #[test]
     fn rejects_everything_else() {
-        for bad in [&b""[..], b"\n", b"2", b"10", b"1\n\n", b" 1", b"y", b"on", b"bogus", b"1\0"] {
+        for bad in [
+            &b""[..],
+            b"\n",
+            b"2",
+            b"10",
+            b"1\n\n",
+            b" 1",
+            b"y",
+            b"on",
+            b"bogus",
+            b"1\0",
+        ] {
             assert_eq!(parse_option(bad), Err(InvalidOption), "{bad:?}");
         }
     }

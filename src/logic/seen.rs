@@ -23,8 +23,10 @@ pub const SLOT_BITS: u32 = 12;
 /// Number of slots; the cache never holds more files than this.
 pub const SLOTS: usize = 1 << SLOT_BITS;
 /// A reminder `file_cache` is written at every this-many-th sighting of a file, so that a
-/// reader who starts late finds one within this many stacks that use the cookie.
+/// reader who starts late finds one within this many stacks that use the cookie. A power of
+/// two.
 pub const REMIND_EVERY: u32 = 1024;
+const _: () = assert!(REMIND_EVERY.is_power_of_two());
 
 /// What to do about one sighting of a file in a stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,8 +71,10 @@ impl FirstSight {
         if self.files[slot].load(Ordering::Acquire) != file {
             return Sighting::New;
         }
-        let n = self.seen[slot].fetch_add(1, Ordering::Relaxed).wrapping_add(1);
-        if n % REMIND_EVERY == 0 {
+        let n = self.seen[slot]
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1);
+        if n & (REMIND_EVERY - 1) == 0 {
             Sighting::Reminder
         } else {
             Sighting::Known
@@ -122,7 +126,11 @@ mod tests {
         let c = Box::new(FirstSight::new());
         c.record(P);
         c.forget(P);
-        assert_eq!(c.sighting(P), Sighting::New, "reused address must get a new file_cache");
+        assert_eq!(
+            c.sighting(P),
+            Sighting::New,
+            "reused address must get a new file_cache"
+        );
     }
 
     #[test]
@@ -148,7 +156,10 @@ mod tests {
         let c = Box::new(FirstSight::new());
         // Two files in one slot evict each other; both stay correct, one is re-emitted.
         let slot = FirstSight::slot(P);
-        let other = (1u64..).map(|i| P + (i << 4)).find(|&f| FirstSight::slot(f) == slot).unwrap();
+        let other = (1u64..)
+            .map(|i| P + (i << 4))
+            .find(|&f| FirstSight::slot(f) == slot)
+            .unwrap();
         c.record(P);
         c.record(other);
         assert_eq!(c.sighting(P), Sighting::New);

@@ -6,6 +6,8 @@
  * that function's address; it then looks up the others. A kernel that exports the API
  * needs none of this: build with UU_DIRECT_UNWIND_API and the calls link directly.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/kprobes.h>
 #include <linux/printk.h>
 #include <linux/tracefs.h>
@@ -33,6 +35,18 @@ int uu_symbols_init(void)
 
 #else
 
+#define UU_WANT(sym) { #sym, (void **)&uu_sym.sym }
+
+static const struct {
+	const char *name;
+	void **addr;
+} uu_wanted[] = {
+	UU_WANT(unwind_deferred_init),
+	UU_WANT(unwind_deferred_request),
+	UU_WANT(unwind_deferred_cancel),
+	UU_WANT(tracefs_remove),
+};
+
 static int uu_kprobe_pre(struct kprobe *p, struct pt_regs *regs)
 {
 	return 0;
@@ -57,16 +71,17 @@ static unsigned long (*uu_find_kallsyms_lookup_name(void))(const char *)
  * uu_symbols_init - fill uu_sym
  *
  * Context: task, may sleep.
- * Return: 0; -ENOSYS without CONFIG_UNWIND_USER, -ENOENT when a symbol cannot be found,
+ * Return: 0; -EOPNOTSUPP without CONFIG_UNWIND_USER or kprobes, -ENOENT when a symbol cannot be found,
  * -EOPNOTSUPP when indirect branch tracking would trap the calls.
  */
 int uu_symbols_init(void)
 {
 	unsigned long (*lookup)(const char *name);
+	int i;
 
 	if (!IS_ENABLED(CONFIG_UNWIND_USER)) {
 		pr_err("kernel built without CONFIG_UNWIND_USER: no deferred unwinder\n");
-		return -ENOSYS;
+		return -EOPNOTSUPP;
 	}
 #ifdef CONFIG_X86_KERNEL_IBT
 	/*
@@ -80,7 +95,7 @@ int uu_symbols_init(void)
 #endif
 	if (!IS_ENABLED(CONFIG_KPROBES)) {
 		pr_err("kernel built without CONFIG_KPROBES: cannot resolve the unwind API\n");
-		return -ENOSYS;
+		return -EOPNOTSUPP;
 	}
 	lookup = uu_find_kallsyms_lookup_name();
 	if (!lookup) {
@@ -88,20 +103,13 @@ int uu_symbols_init(void)
 		return -ENOENT;
 	}
 
-#define UU_RESOLVE(name)						\
-	do {								\
-		uu_sym.name = (typeof(uu_sym.name))lookup(#name);	\
-		if (!uu_sym.name) {					\
-			pr_err("kernel symbol %s not found\n", #name);	\
-			return -ENOENT;					\
-		}							\
-	} while (0)
-
-	UU_RESOLVE(unwind_deferred_init);
-	UU_RESOLVE(unwind_deferred_request);
-	UU_RESOLVE(unwind_deferred_cancel);
-	UU_RESOLVE(tracefs_remove);
-#undef UU_RESOLVE
+	for (i = 0; i < ARRAY_SIZE(uu_wanted); i++) {
+		*uu_wanted[i].addr = (void *)lookup(uu_wanted[i].name);
+		if (!*uu_wanted[i].addr) {
+			pr_err("kernel symbol %s not found\n", uu_wanted[i].name);
+			return -ENOENT;
+		}
+	}
 	return 0;
 }
 
