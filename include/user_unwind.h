@@ -35,6 +35,8 @@ int uu_files_init(void);		/* task context; probes __fput */
 void uu_files_exit(void);
 const char *uu_file_path(struct file *file, char *buf, int len);
 long uu_file_read(struct file *file, u64 offset, u8 *buf, size_t len);
+struct vm_area_struct;
+int uu_vma_name(struct vm_area_struct *vma, char *buf, int len);
 
 /* src/option.c: options/userstacktrace_delay. Task context. */
 int uu_option_init(bool enable);
@@ -42,6 +44,7 @@ void uu_option_exit(void);
 
 /* Small wrappers for Rust. */
 struct mm_struct *uu_current_mm(void);
+void uu_vma_layout(size_t out[4]);
 bool uu_tracing_on(void);
 void uu_get_random_key(u64 key[2]);
 u64 uu_kernel_siphash(const void *data, size_t len, const u64 key[2]);

@@ -13,6 +13,7 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/kprobes.h>
+#include <linux/mm.h>
 #include <linux/printk.h>
 #include <user_unwind.h>
 
@@ -88,4 +89,34 @@ long uu_file_read(struct file *file, u64 offset, u8 *buf, size_t len)
 	if (!S_ISREG(file_inode(file)->i_mode) || offset > LLONG_MAX)
 		return -EINVAL;
 	return kernel_read(file, buf, len, &pos);
+}
+
+/**
+ * uu_vma_name - the name the kernel gives a VMA without a file
+ * @vma: a VMA whose lock (or mmap_lock) the caller holds
+ * @buf: where the name is written, NUL-terminated
+ * @len: size of @buf
+ *
+ * Special mappings name themselves ("[vdso]", "[vvar]"); anonymous memory may carry a
+ * name given with prctl(PR_SET_VMA_ANON_NAME), shown as "[anon:name]" as in
+ * /proc/PID/maps.
+ *
+ * Context: task, VMA stabilised.
+ * Return: the length of the name, 0 when it has none.
+ */
+int uu_vma_name(struct vm_area_struct *vma, char *buf, int len)
+{
+	const char *name = NULL;
+
+	if (vma->vm_file)
+		return 0;
+	if (vma->vm_ops && vma->vm_ops->name)
+		name = vma->vm_ops->name(vma);
+	if (name)
+		return scnprintf(buf, len, "%s", name);
+#ifdef CONFIG_ANON_VMA_NAME
+	if (vma->anon_name)
+		return scnprintf(buf, len, "[anon:%s]", vma->anon_name->name);
+#endif
+	return 0;
 }

@@ -5,7 +5,7 @@
 
 use crate::ffi;
 use crate::logic::buildid::{find_build_id, ReadAt, ReadError};
-use crate::logic::frames::file_cookie;
+use crate::logic::frames::{file_cookie, name_cookie};
 use crate::logic::seen::{FirstSight, Sighting};
 use crate::logic::siphash::SipKey;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -36,15 +36,48 @@ fn recording() -> bool {
 /// visibly (`src/files.c`).
 const PATH_BUF: usize = 1024;
 
-/// Files looked up for one chunk of a stack, each held by a reference until the chunk's
-/// events are written, so none can be freed (and its address reused) in between.
-pub(crate) struct HeldFiles {
-    files: KVec<ARef<File>>,
+/// Longest name of a mapping without a file, NUL included (`[anon:` + 80 + `]`).
+pub(crate) const NAME_MAX: usize = 96;
+
+/// A mapping without a file but with a name, as `file_cache` reports it.
+struct Named {
+    cookie: u64,
+    name: [u8; NAME_MAX],
+    len: usize,
 }
 
-impl HeldFiles {
-    pub(crate) fn new() -> Self {
-        HeldFiles { files: KVec::new() }
+/// Files looked up for one chunk of a stack, each held by a reference until the chunk's
+/// events are written, so none can be freed (and its address reused) in between; and the
+/// names of the file-less mappings the chunk uses.
+pub(crate) struct HeldFiles<'k> {
+    key: &'k SipKey,
+    files: KVec<ARef<File>>,
+    names: KVec<Named>,
+}
+
+impl<'k> HeldFiles<'k> {
+    pub(crate) fn new(key: &'k SipKey) -> Self {
+        HeldFiles {
+            key,
+            files: KVec::new(),
+            names: KVec::new(),
+        }
+    }
+
+    /// Notes the name of a mapping without a file; returns its cookie.
+    pub(crate) fn hold_name(&mut self, name: &[u8]) -> u64 {
+        let cookie = name_cookie(name, self.key);
+        if self.names.iter().all(|n| n.cookie != cookie) {
+            let mut named = Named {
+                cookie,
+                name: [0; NAME_MAX],
+                len: name.len().min(NAME_MAX - 1),
+            };
+            named.name[..named.len].copy_from_slice(&name[..named.len]);
+            // On allocation failure the name is not reported now; a later stack tries again.
+            let _ = self.names.push(named, GFP_KERNEL);
+        }
+        cookie
     }
 
     /// Holds `file` (a `vm_file` value read under the VMA's lock) if not held yet.
@@ -66,11 +99,26 @@ impl HeldFiles {
         let _ = self.files.push(file, GFP_KERNEL);
     }
 
-    /// Writes a `file_cache` event for every held file that needs one.
+    /// Writes a `file_cache` event for every held file and name that needs one.
     ///
     /// Context: task, may sleep.
-    pub(crate) fn report(&self, key: &SipKey) {
+    pub(crate) fn report(&self) {
         let recording = recording();
+        // A name is its own identity: its cookie is the cache key, and never forgotten
+        // but by eviction, clearing or a reminder.
+        for named in self.names.iter() {
+            let sighting = SEEN.sighting(named.cookie);
+            if sighting == Sighting::Known {
+                continue;
+            }
+            // SAFETY: `name` is NUL-terminated within its `NAME_MAX` bytes.
+            unsafe {
+                ffi::uu_emit_file_cache(named.cookie, named.name.as_ptr(), [0u8; 0].as_ptr(), 0)
+            };
+            if sighting == Sighting::New && recording {
+                SEEN.record(named.cookie);
+            }
+        }
         let mut path: Option<KVec<u8>> = None;
         for file in self.files.iter() {
             let ptr = file.as_ptr() as usize as u64;
@@ -84,7 +132,7 @@ impl HeldFiles {
             let Some(buf) = path.as_mut() else {
                 return;
             };
-            emit(file, file_cookie(ptr, key), buf);
+            emit(file, file_cookie(ptr, self.key), buf);
             if sighting == Sighting::New && recording {
                 SEEN.record(ptr);
             }

@@ -3,6 +3,7 @@
  * Wrappers around static inline kernel functions and types that Rust cannot call or name
  * from an out-of-tree module.
  */
+#include <linux/mm_types.h>
 #include <linux/random.h>
 #include <linux/sched.h>
 #include <linux/siphash.h>
@@ -43,4 +44,13 @@ u64 uu_kernel_siphash_1u64(u64 value, const u64 key[2])
 bool uu_tracing_on(void)
 {
 	return tracing_is_on();
+}
+
+/* Offsets of the vm_area_struct fields Rust reads, for the KUnit suite to compare. */
+void uu_vma_layout(size_t out[4])
+{
+	out[0] = offsetof(struct vm_area_struct, vm_start);
+	out[1] = offsetof(struct vm_area_struct, vm_end);
+	out[2] = offsetof(struct vm_area_struct, vm_pgoff);
+	out[3] = offsetof(struct vm_area_struct, vm_file);
 }

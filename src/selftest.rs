@@ -81,4 +81,21 @@ mod tests {
             assert!(find_build_id(&mut &buf[..len]).is_none());
         }
     }
+
+    /// The callback reads these `vm_area_struct` fields through the bindings.
+    #[test]
+    fn vma_fields_where_c_has_them() {
+        use core::mem::offset_of;
+        use kernel::bindings::vm_area_struct;
+        let mut c = [0usize; 4];
+        // SAFETY: `c` is valid for four writes.
+        unsafe { ffi::uu_vma_layout(c.as_mut_ptr()) };
+        let rust = [
+            offset_of!(vm_area_struct, __bindgen_anon_1.__bindgen_anon_1.vm_start),
+            offset_of!(vm_area_struct, __bindgen_anon_1.__bindgen_anon_1.vm_end),
+            offset_of!(vm_area_struct, vm_pgoff),
+            offset_of!(vm_area_struct, vm_file),
+        ];
+        assert_eq!(c, rust);
+    }
 }

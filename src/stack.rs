@@ -8,11 +8,16 @@
 //! ([`Translator`]), with the per-VMA lock first (no `mmap_lock` contention with the task's
 //! other threads) and `mmap_lock` only when that fails; the three fields needed are copied
 //! out and the lock dropped at once; the file cookie is hashed once per VMA change; frames
-//! go through a 1 KiB on-stack chunk, so nothing is allocated.
+//! go through a 1 KiB on-stack chunk. The only allocation is the short list of files a
+//! chunk holds, in task context.
+//!
+//! The VMA fields are read through the Rust bindings; the KUnit suite checks their offsets
+//! against C's, because this kernel's bindings do get `task_struct` wrong (see
+//! `uu_current_mm()`).
 
 use crate::ffi;
-use crate::files::HeldFiles;
-use crate::logic::frames::{chunks, AddressSpace, Translator, Vma, CHUNK_FRAMES};
+use crate::files::{HeldFiles, NAME_MAX};
+use crate::logic::frames::{chunks, AddressSpace, Backing, Translator, Vma, CHUNK_FRAMES};
 use crate::logic::offset::Mapping;
 use crate::logic::siphash::SipKey;
 use kernel::ffi::c_ulong;
@@ -23,26 +28,35 @@ use kernel::page::PAGE_SHIFT;
 /// The address space of `current`, borrowed for one chunk of a stack.
 struct TaskSpace<'a> {
     mm: &'a MmWithUser,
-    held: HeldFiles,
+    held: HeldFiles<'a>,
 }
 
-/// Copies what the translation needs out of `vma`, and holds its file.
-fn copy_vma(vma: &VmaRef, held: &mut HeldFiles) -> Vma {
+/// Copies what the translation needs out of `vma`, and holds its file or name.
+fn copy_vma(vma: &VmaRef, held: &mut HeldFiles<'_>) -> Vma {
     let ptr = vma.as_ptr();
     // SAFETY: By the invariants of `VmaRef`, `ptr` is a valid VMA and its caller holds its
     // read lock or the mmap read lock, under which `vm_pgoff` and `vm_file` do not change.
     let (pgoff, file) = unsafe { ((*ptr).vm_pgoff, (*ptr).vm_file) };
-    if !file.is_null() {
+    let backing = if !file.is_null() {
         // SAFETY: The VMA holds a reference on its file, and its lock is held.
         unsafe { held.hold(file) };
-    }
+        Backing::File(file as usize as u64)
+    } else {
+        let mut name = [0u8; NAME_MAX];
+        // SAFETY: The VMA is stabilised by its lock; `name` is valid for `NAME_MAX` bytes.
+        let len = unsafe { ffi::uu_vma_name(ptr.cast(), name.as_mut_ptr(), NAME_MAX as i32) };
+        match name.get(..usize::try_from(len).unwrap_or(0)) {
+            Some(name) if !name.is_empty() => Backing::Named(held.hold_name(name)),
+            _ => Backing::Anonymous,
+        }
+    };
     Vma {
         map: Mapping {
             start: vma.start() as u64,
             end: vma.end() as u64,
             pgoff: pgoff as u64,
         },
-        file: file as usize as u64,
+        backing,
     }
 }
 
@@ -82,12 +96,12 @@ pub(crate) fn record(ips: &[c_ulong], cookie: u64, key: &SipKey) {
         // chunk holds the files it reports.
         let mut space = TaskSpace {
             mm,
-            held: HeldFiles::new(),
+            held: HeldFiles::new(key),
         };
         let mut translator = Translator::new(key, PAGE_SHIFT as u32);
         let frames = ips[start..start + len].iter().map(|&ip| ip as u64);
         let n = translator.translate(&mut space, frames, &mut offs, &mut files);
-        space.held.report(key);
+        space.held.report();
         // SAFETY: `offs` and `files` hold `n` initialized entries; the tracepoint copies them.
         unsafe {
             ffi::uu_emit_stack(

@@ -57,6 +57,7 @@ mod ffi {
         pub(crate) fn uu_get_random_key(key: *mut u64);
         pub(crate) fn uu_current_mm() -> *mut c_void;
         pub(crate) fn uu_tracing_on() -> bool;
+        pub(crate) fn uu_vma_layout(out: *mut usize);
         pub(crate) fn uu_emit_stack(
             cookie: u64,
             start: u16,
@@ -80,6 +81,7 @@ mod ffi {
             buf: *mut u8,
             len: usize,
         ) -> core::ffi::c_long;
+        pub(crate) fn uu_vma_name(vma: *mut c_void, buf: *mut u8, len: c_int) -> c_int;
         pub(crate) fn uu_kernel_siphash(data: *const u8, len: usize, key: *const u64) -> u64;
         pub(crate) fn uu_kernel_siphash_1u64(value: u64, key: *const u64) -> u64;
     }

@@ -167,6 +167,25 @@ def check_dlopen(events, prog):
           seen >= 60 and not wrong, f"{len(wrong)} of {seen} wrong: {wrong[:3]}")
 
 
+def check_named(events, exe):
+    """Frames in a named anonymous mapping and in the vdso resolve to their names."""
+    firsts = collections.Counter()
+    wrong = []
+    for stack, files in resolve(events):
+        if stack["comm"] != "uu_named" or not stack["frames"]:
+            continue
+        f0 = files[0]
+        name = f0["path"] if isinstance(f0, dict) else f0
+        firsts[name] += 1
+        if name == "[anon:uu_jit]":
+            caller = exe.symbol(stack["frames"][1][0], True) if len(stack["frames"]) > 1 else None
+            if caller != "uu_call_jit" or stack["frames"][0][0] % 4096 != 11:
+                wrong.append(f"jit frame at {stack['frames'][0][0]:#x} called from {caller}")
+    check("named anonymous mapping and vdso frames resolve to [anon:uu_jit] and [vdso]",
+          firsts["[anon:uu_jit]"] == 5 and firsts["[vdso]"] == 5 and not wrong,
+          f"innermost frames: {dict(firsts)}, {wrong[:2]}")
+
+
 def check_chain(events, exe, lib):
     cookies = [e for e in events if e["event"] == "user_unwind_cookie" and e["comm"] == "uu_chain"]
     stacks = [e for e in events if e["event"] == "user_unwind_stack" and e["comm"] == "uu_chain"]
@@ -238,6 +257,7 @@ def main():
     check_chain(chain, exe, lib)
     check_chain_files(chain, prog)
     check_dlopen(parse_trace(s["DLOPEN"]), prog)
+    check_named(parse_trace(s["NAMED"]), Elf(os.path.join(prog, "uu_named")))
     check_file_cache("a late trace-cmd record finds a file_cache for every cookie",
                      parse_trace(s["LATE"]), "uu_chain")
 

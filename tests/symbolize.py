@@ -43,3 +43,59 @@ class Elf:
             if start <= vaddr < start + size:
                 return name
         return None
+
+
+def resolve_stacks(text):
+    """(stack header, [(offset, path or None)]) for every user_unwind_stack in `text` (the
+    trace file), each file cookie resolved through the latest file_cache before it."""
+    import re
+    paths, out, cur = {}, [], None
+    for line in text.splitlines():
+        m = re.search(r"file_cache: cookie=(\w+) path=(.*) build_id=", line)
+        if m:
+            paths[int(m.group(1), 16)] = m.group(2)
+            continue
+        m = re.search(r"(\S+-\d+) .*user_unwind_stack: cookie=(\w+)", line)
+        if m:
+            cur = (f"{m.group(1)} cookie={m.group(2)}", [])
+            out.append(cur)
+            continue
+        m = re.match(r" => <(\w+)> : 0x(\w+)$", line)
+        if m and cur:
+            cookie = int(m.group(2), 16)
+            cur[1].append((int(m.group(1), 16), paths.get(cookie) if cookie > 1 else None))
+    return out
+
+
+def main(argv):
+    """symbolize.py TRACE [GUEST_DIR=HOST_DIR]...: print the stacks of a trace file with
+    function names, reading each file from the host (GUEST_DIR mapped to HOST_DIR)."""
+    import os
+    if len(argv) < 2:
+        print(main.__doc__)
+        return 2
+    maps = [a.split("=", 1) for a in argv[2:]]
+    elves = {}
+
+    def host(path):
+        for guest, hostdir in maps:
+            if path.startswith(guest.rstrip("/") + "/"):
+                return os.path.join(hostdir, path[len(guest.rstrip("/")) + 1:])
+        return path
+
+    with open(argv[1]) as f:
+        stacks = resolve_stacks(f.read())
+    for header, frames in stacks:
+        print(header)
+        for i, (off, path) in enumerate(frames):
+            name = None
+            if path and os.path.exists(host(path)):
+                elf = elves.setdefault(path, Elf(host(path)))
+                name = elf.symbol(off, return_address=i > 0)
+            print(f"  #{i:<2} {name or '?':24} {path or '[no file]'} +{off:#x}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main(sys.argv))

@@ -11,7 +11,7 @@
 #![forbid(unsafe_code)]
 
 use super::offset::Mapping;
-use super::siphash::{siphash_1u64, SipKey};
+use super::siphash::{siphash, siphash_1u64, SipKey};
 
 /// File cookie of a frame that lies in no VMA; its offset is the raw address.
 pub const COOKIE_NO_MAPPING: u64 = 0;
@@ -23,13 +23,24 @@ pub const COOKIE_NO_FILE: u64 = 1;
 /// 1 KiB of payload: one record always fits a ring-buffer sub-buffer.
 pub const CHUNK_FRAMES: usize = 64;
 
+/// What backs a VMA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backing {
+    /// A file: the value of `vm_file`, used only as hash input.
+    File(u64),
+    /// No file, but a name the kernel gives (`[vdso]`, `[anon:...]`): its [`name_cookie`].
+    Named(u64),
+    /// Anonymous memory without a name.
+    Anonymous,
+}
+
 /// What the translation needs to know of a VMA, copied out under its lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Vma {
     /// Its address range and file page offset.
     pub map: Mapping,
-    /// The value of `vm_file` (`0` for none), used only as hash input.
-    pub file: u64,
+    /// What it maps.
+    pub backing: Backing,
 }
 
 /// The address space of the task being unwound.
@@ -42,6 +53,20 @@ pub trait AddressSpace {
 /// the two reserved values (a 2^-63 chance per file).
 pub fn file_cookie(file: u64, key: &SipKey) -> u64 {
     let hash = siphash_1u64(file, key);
+    if hash <= COOKIE_NO_FILE {
+        hash + 2
+    } else {
+        hash
+    }
+}
+
+/// The cookie of a named mapping without a file: SipHash-2-4 of the name, under a key
+/// derived from the module's, so it never equals a file cookie by construction of the input
+/// domain. A name is its own identity: the cookie means the same thing for as long as the
+/// key lives, so it needs no lifetime tracking.
+pub fn name_cookie(name: &[u8], key: &SipKey) -> u64 {
+    const NAME_DOMAIN: u64 = 0x6e61_6d65_645f_766d; // "named_vm"
+    let hash = siphash(name, &SipKey([key.0[0] ^ NAME_DOMAIN, key.0[1]]));
     if hash <= COOKIE_NO_FILE {
         hash + 2
     } else {
@@ -102,9 +127,10 @@ impl<'k> Translator<'k> {
                 let Some(vma) = space.lookup(ip) else {
                     return (ip, COOKIE_NO_MAPPING);
                 };
-                let cookie = match vma.file {
-                    0 => COOKIE_NO_FILE,
-                    file => file_cookie(file, self.key),
+                let cookie = match vma.backing {
+                    Backing::File(file) => file_cookie(file, self.key),
+                    Backing::Named(cookie) => cookie,
+                    Backing::Anonymous => COOKIE_NO_FILE,
                 };
                 self.last = Some((vma, cookie));
                 (vma, cookie)
@@ -140,6 +166,7 @@ mod tests {
 
     const EXE: u64 = 0xffff_8881_0000_1000;
     const LIB: u64 = 0xffff_8881_0000_2000;
+    const VDSO: u64 = 0x1234_5678_9abc_def0;
     const SPACE: &[Vma] = &[
         Vma {
             map: Mapping {
@@ -147,7 +174,7 @@ mod tests {
                 end: 0x40_2000,
                 pgoff: 1,
             },
-            file: EXE,
+            backing: Backing::File(EXE),
         },
         Vma {
             map: Mapping {
@@ -155,7 +182,7 @@ mod tests {
                 end: 0x7f00_4000,
                 pgoff: 0,
             },
-            file: LIB,
+            backing: Backing::File(LIB),
         },
         Vma {
             map: Mapping {
@@ -163,7 +190,15 @@ mod tests {
                 end: 0x7ffd_2000,
                 pgoff: 0x7ffd0,
             },
-            file: 0,
+            backing: Backing::Anonymous,
+        },
+        Vma {
+            map: Mapping {
+                start: 0x7ffe_0000,
+                end: 0x7ffe_2000,
+                pgoff: 0,
+            },
+            backing: Backing::Named(VDSO),
         },
     ];
 
@@ -180,6 +215,25 @@ mod tests {
         let (exe, lib) = (file_cookie(EXE, &TEST_KEY), file_cookie(LIB, &TEST_KEY));
         assert_ne!(exe, lib);
         assert_eq!(cookies, [lib, exe, exe, COOKIE_NO_FILE, COOKIE_NO_MAPPING]);
+    }
+
+    #[test]
+    fn named_mappings_carry_their_name_cookie() {
+        let (mut offs, mut cookies) = ([0; 1], [0; 1]);
+        let mut t = Translator::new(&TEST_KEY, 12);
+        t.translate(&mut Space(SPACE), [0x7ffe_0010], &mut offs, &mut cookies);
+        assert_eq!((offs[0], cookies[0]), (0x10, VDSO));
+    }
+
+    #[test]
+    fn name_cookies_are_per_name_and_not_file_cookies() {
+        let vdso = name_cookie(b"[vdso]", &TEST_KEY);
+        assert_eq!(vdso, name_cookie(b"[vdso]", &TEST_KEY));
+        assert_ne!(vdso, name_cookie(b"[anon:jit]", &TEST_KEY));
+        assert!(vdso > COOKIE_NO_FILE);
+        // The same eight bytes as a name and as a file pointer value hash differently.
+        let bytes = EXE.to_le_bytes();
+        assert_ne!(name_cookie(&bytes, &TEST_KEY), file_cookie(EXE, &TEST_KEY));
     }
 
     #[test]

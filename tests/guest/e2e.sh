@@ -56,6 +56,20 @@ echo 0 >$OPT
 section DLOPEN
 cat $T/trace
 
+# Mappings without a file: a named anonymous "JIT" mapping, and the vdso.
+echo >$T/trace
+echo 'id == 110 || id == 228' >$T/events/raw_syscalls/sys_enter/filter
+echo 1 >$T/events/raw_syscalls/sys_enter/enable
+echo 1 >$OPT
+echo 1 >$T/tracing_on
+uu_named 5
+result named_status $?
+echo 0 >$T/tracing_on
+echo 0 >$OPT
+echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
+section NAMED
+cat $T/trace
+
 # A reader that starts late: the files were seen (and cached) before it started.
 echo >$T/trace
 uu_chain 1000000 20000 >/dev/null &
