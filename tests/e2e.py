@@ -186,6 +186,19 @@ def check_named(events, exe):
           f"innermost frames: {dict(firsts)}, {wrong[:2]}")
 
 
+def check_paths(events, deep_len):
+    """A deleted executable keeps its mark; a path too long for the event is shortened
+    visibly, at its start, keeping the file name."""
+    paths = {e["comm"]: e["path"] for e in events if e["event"] == "file_cache"
+             and "/" in e.get("path", "") and "uu_" in e["path"].rsplit("/", 1)[-1]}
+    check("a deleted executable's file_cache path ends in (deleted)",
+          paths.get("uu_gone") == "/tmp/uu_gone (deleted)", f"{paths}")
+    deep = paths.get("uu_deep", "")
+    check("a path longer than the event holds is shortened visibly",
+          deep_len > 1100 and deep.startswith(".../") and deep.endswith("/uu_deep")
+          and len(deep) < 1024, f"{deep[:80]}... ({len(deep)} bytes)")
+
+
 def check_chain(events, exe, lib):
     cookies = [e for e in events if e["event"] == "user_unwind_cookie" and e["comm"] == "uu_chain"]
     stacks = [e for e in events if e["event"] == "user_unwind_stack" and e["comm"] == "uu_chain"]
@@ -258,6 +271,7 @@ def main():
     check_chain_files(chain, prog)
     check_dlopen(parse_trace(s["DLOPEN"]), prog)
     check_named(parse_trace(s["NAMED"]), Elf(os.path.join(prog, "uu_named")))
+    check_paths(parse_trace(s["PATHS"]), int(values(s["PATHS"]).get("deep_path_length", 0)))
     check_file_cache("a late trace-cmd record finds a file_cache for every cookie",
                      parse_trace(s["LATE"]), "uu_chain")
 

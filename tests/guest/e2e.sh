@@ -70,6 +70,29 @@ echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
 section NAMED
 cat $T/trace
 
+# Paths: a deleted executable, and one whose path does not fit the event.
+cp /usr/bin/uu_chain /tmp/uu_gone
+/tmp/uu_gone 1000000 20000 >/dev/null &
+gone=$!
+deep=/tmp
+for i in $(seq 12); do deep=$deep/directory-name-of-one-hundred-bytes-to-make-the-path-long-$i-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done
+mkdir -p $deep && cp /usr/bin/uu_chain $deep/uu_deep
+sleep 0.2
+rm /tmp/uu_gone
+echo >$T/trace
+echo 1 >$T/events/raw_syscalls/sys_enter/enable
+echo 1 >$OPT
+echo 1 >$T/tracing_on
+$deep/uu_deep 3 >/dev/null
+sleep 0.5
+echo 0 >$T/tracing_on
+echo 0 >$OPT
+kill $gone
+wait $gone 2>/dev/null
+section PATHS
+result deep_path_length ${#deep}
+cat $T/trace
+
 # A reader that starts late: the files were seen (and cached) before it started.
 echo >$T/trace
 uu_chain 1000000 20000 >/dev/null &
