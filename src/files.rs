@@ -5,7 +5,7 @@
 
 use crate::ffi;
 use crate::logic::buildid::{find_build_id, ReadAt, ReadError};
-use crate::logic::frames::{file_cookie, name_cookie};
+use crate::logic::frames::{file_cookie, name_cookie, CHUNK_FRAMES};
 use crate::logic::seen::{FirstSight, Sighting};
 use crate::logic::siphash::SipKey;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -40,44 +40,59 @@ const PATH_BUF: usize = 1024;
 pub(crate) const NAME_MAX: usize = 96;
 
 /// A mapping without a file but with a name, as `file_cache` reports it.
+#[derive(Clone, Copy)]
 struct Named {
     cookie: u64,
     name: [u8; NAME_MAX],
-    len: usize,
 }
 
+/// Names one chunk can hold; a further named mapping in the same chunk is reported as
+/// plain anonymous memory (cookie 1) rather than with a cookie nobody explains.
+const MAX_NAMES: usize = 4;
+
 /// Files looked up for one chunk of a stack, each held by a reference until the chunk's
-/// events are written, so none can be freed (and its address reused) in between; and the
-/// names of the file-less mappings the chunk uses.
+/// events are written, so none can be freed (and its address reused for another file) in
+/// between; and the names of the file-less mappings the chunk uses. On the stack: nothing
+/// is allocated, and nothing can fail to be held.
 pub(crate) struct HeldFiles<'k> {
     key: &'k SipKey,
-    files: KVec<ARef<File>>,
-    names: KVec<Named>,
+    /// One lookup per frame at most, so a chunk never needs more.
+    files: [Option<ARef<File>>; CHUNK_FRAMES],
+    nr_files: usize,
+    names: [Option<Named>; MAX_NAMES],
 }
 
 impl<'k> HeldFiles<'k> {
     pub(crate) fn new(key: &'k SipKey) -> Self {
         HeldFiles {
             key,
-            files: KVec::new(),
-            names: KVec::new(),
+            files: [const { None }; CHUNK_FRAMES],
+            nr_files: 0,
+            names: [None; MAX_NAMES],
         }
     }
 
-    /// Notes the name of a mapping without a file; returns its cookie.
-    pub(crate) fn hold_name(&mut self, name: &[u8]) -> u64 {
+    /// Notes the name of a mapping without a file; returns its cookie, or `None` when the
+    /// chunk holds as many names as it can.
+    pub(crate) fn hold_name(&mut self, name: &[u8]) -> Option<u64> {
         let cookie = name_cookie(name, self.key);
-        if self.names.iter().all(|n| n.cookie != cookie) {
-            let mut named = Named {
-                cookie,
-                name: [0; NAME_MAX],
-                len: name.len().min(NAME_MAX - 1),
-            };
-            named.name[..named.len].copy_from_slice(&name[..named.len]);
-            // On allocation failure the name is not reported now; a later stack tries again.
-            let _ = self.names.push(named, GFP_KERNEL);
+        for slot in self.names.iter_mut() {
+            match slot {
+                Some(named) if named.cookie == cookie => return Some(cookie),
+                Some(_) => continue,
+                None => {
+                    let mut named = Named {
+                        cookie,
+                        name: [0; NAME_MAX],
+                    };
+                    let len = name.len().min(NAME_MAX - 1);
+                    named.name[..len].copy_from_slice(&name[..len]);
+                    *slot = Some(named);
+                    return Some(cookie);
+                }
+            }
         }
-        cookie
+        None
     }
 
     /// Holds `file` (a `vm_file` value read under the VMA's lock) if not held yet.
@@ -87,16 +102,19 @@ impl<'k> HeldFiles<'k> {
     /// `file` must point at a `struct file` with a positive refcount: the caller holds the
     /// lock of a VMA whose `vm_file` it is.
     pub(crate) unsafe fn hold(&mut self, file: *mut kernel::bindings::file) {
-        if self.files.iter().any(|f| f.as_ptr() == file) {
+        if self.files.iter().flatten().any(|f| f.as_ptr() == file) {
             return;
         }
+        let Some(slot) = self.files.get_mut(self.nr_files) else {
+            // More lookups than frames in a chunk: impossible by construction.
+            kernel::warn_on!(true);
+            return;
+        };
         // SAFETY: The caller guarantees `file` is valid with a positive refcount for now;
         // `ARef::from` takes a reference of our own before the VMA lock is dropped. The
         // module never calls `fdget_pos` on it.
-        let file = ARef::from(unsafe { File::from_raw_file(file) });
-        // On allocation failure the file is simply not reported: its stack frames still
-        // carry its cookie, and the next stack that uses it tries again.
-        let _ = self.files.push(file, GFP_KERNEL);
+        *slot = Some(ARef::from(unsafe { File::from_raw_file(file) }));
+        self.nr_files += 1;
     }
 
     /// Writes a `file_cache` event for every held file and name that needs one.
@@ -106,7 +124,7 @@ impl<'k> HeldFiles<'k> {
         let recording = recording();
         // A name is its own identity: its cookie is the cache key, and never forgotten
         // but by eviction, clearing or a reminder.
-        for named in self.names.iter() {
+        for named in self.names.iter().flatten() {
             let sighting = SEEN.sighting(named.cookie);
             if sighting == Sighting::Known {
                 continue;
@@ -120,7 +138,7 @@ impl<'k> HeldFiles<'k> {
             }
         }
         let mut path: Option<KVec<u8>> = None;
-        for file in self.files.iter() {
+        for file in self.files.iter().flatten() {
             let ptr = file.as_ptr() as usize as u64;
             let sighting = SEEN.sighting(ptr);
             if sighting == Sighting::Known {
