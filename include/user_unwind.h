@@ -46,6 +46,7 @@ void uu_option_exit(void);
 struct mm_struct *uu_current_mm(void);
 void uu_vma_layout(size_t out[4]);
 bool uu_tracing_on(void);
+u64 uu_now_ns(void);
 void uu_get_random_key(u64 key[2]);
 u64 uu_kernel_siphash(const void *data, size_t len, const u64 key[2]);
 u64 uu_kernel_siphash_1u64(u64 value, const u64 key[2]);

@@ -8,7 +8,7 @@ use crate::logic::buildid::{find_build_id, ReadAt, ReadError};
 use crate::logic::frames::{file_cookie, name_cookie, CHUNK_FRAMES};
 use crate::logic::seen::{FirstSight, Sighting};
 use crate::logic::siphash::SipKey;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::fs::file::File;
 use kernel::prelude::*;
 use kernel::sync::aref::ARef;
@@ -19,17 +19,37 @@ static SEEN: FirstSight = FirstSight::new();
 /// Whether the top-level instance was recording at the last stack.
 static RECORDING: AtomicBool = AtomicBool::new(false);
 
-/// Whether `file_cache` events written now reach the trace. While tracing is off they are
-/// dropped, so nothing is remembered; when it comes back on, a reader may be starting (as
-/// `trace-cmd record` does: enable events, clear the buffer, switch tracing on), so every
-/// file is forgotten.
-fn recording() -> bool {
+/// When a reader last may have started (`ktime_get_mono_fast_ns()`): tracing switched on, or
+/// `file_cache` enabled.
+static READER_START: AtomicU64 = AtomicU64::new(0);
+
+/// For this long after a reader may have started, every stack writes the `file_cache` of
+/// every file it uses: a reader that starts clears the buffer around that moment
+/// (`trace-cmd record` enables the events, switches tracing on and resets the buffers), and
+/// what was written before the clear is gone.
+const READER_START_GRACE_NS: u64 = 200_000_000;
+
+fn now_ns() -> u64 {
+    // SAFETY: A plain C function without preconditions, callable in any context.
+    unsafe { ffi::uu_now_ns() }
+}
+
+/// A reader may be starting: forget every file.
+fn reader_start() {
+    READER_START.store(now_ns(), Ordering::Relaxed);
+    SEEN.clear();
+}
+
+/// Whether a `file_cache` written now is known to stay in the trace, so that the file may
+/// be remembered. While tracing is off events are dropped; when it comes back on, a reader
+/// may be starting.
+fn durable() -> bool {
     // SAFETY: A plain C function without preconditions.
     let on = unsafe { ffi::uu_tracing_on() };
     if RECORDING.swap(on, Ordering::Relaxed) != on && on {
-        SEEN.clear();
+        reader_start();
     }
-    on
+    on && now_ns().wrapping_sub(READER_START.load(Ordering::Relaxed)) > READER_START_GRACE_NS
 }
 
 /// Longest path a `file_cache` event carries, NUL included; longer ones are shortened
@@ -121,7 +141,7 @@ impl<'k> HeldFiles<'k> {
     ///
     /// Context: task, may sleep.
     pub(crate) fn report(&self) {
-        let recording = recording();
+        let durable = durable();
         // A name is its own identity: its cookie is the cache key, and never forgotten
         // but by eviction, clearing or a reminder.
         for named in self.names.iter().flatten() {
@@ -133,7 +153,7 @@ impl<'k> HeldFiles<'k> {
             unsafe {
                 ffi::uu_emit_file_cache(named.cookie, named.name.as_ptr(), [0u8; 0].as_ptr(), 0)
             };
-            if sighting == Sighting::New && recording {
+            if sighting == Sighting::New && durable {
                 SEEN.record(named.cookie);
             }
         }
@@ -151,7 +171,7 @@ impl<'k> HeldFiles<'k> {
                 return;
             };
             emit(file, file_cookie(ptr, self.key), buf);
-            if sighting == Sighting::New && recording {
+            if sighting == Sighting::New && durable {
                 SEEN.record(ptr);
             }
         }
@@ -193,5 +213,5 @@ pub(crate) extern "C" fn uu_rust_file_freed(file: usize) {
 /// A new reader may be starting: every cookie gets a new `file_cache`.
 #[no_mangle]
 pub(crate) extern "C" fn uu_rust_files_reset() {
-    SEEN.clear();
+    reader_start();
 }

@@ -5,6 +5,7 @@
  */
 #include <linux/mm_types.h>
 #include <linux/random.h>
+#include <linux/timekeeping.h>
 #include <linux/sched.h>
 #include <linux/siphash.h>
 #include <linux/trace.h>
@@ -53,4 +54,9 @@ void uu_vma_layout(size_t out[4])
 	out[1] = offsetof(struct vm_area_struct, vm_end);
 	out[2] = offsetof(struct vm_area_struct, vm_pgoff);
 	out[3] = offsetof(struct vm_area_struct, vm_file);
+}
+
+u64 uu_now_ns(void)
+{
+	return ktime_get_mono_fast_ns();
 }

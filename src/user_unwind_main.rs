@@ -57,6 +57,7 @@ mod ffi {
         pub(crate) fn uu_get_random_key(key: *mut u64);
         pub(crate) fn uu_current_mm() -> *mut c_void;
         pub(crate) fn uu_tracing_on() -> bool;
+        pub(crate) fn uu_now_ns() -> u64;
         pub(crate) fn uu_vma_layout(out: *mut usize);
         pub(crate) fn uu_emit_stack(
             cookie: u64,
@@ -106,68 +107,44 @@ fn to_result(ret: c_int) -> Result {
     }
 }
 
-/// The registered deferred-unwind work: cancelled, with every callback finished, on drop.
-struct Hook;
+/// A part of the C half, set up at load and torn down on drop.
+///
+/// # Invariants
+///
+/// Its `init` succeeded, so calling `exit` once, in task context, is allowed.
+struct Part {
+    exit: unsafe extern "C" fn(),
+}
 
-impl Hook {
-    fn new() -> Result<Self> {
-        // SAFETY: Called once, in task context, after `uu_symbols_init()` succeeded.
-        to_result(unsafe { ffi::uu_hook_init() }).inspect_err(|e| {
-            pr_err!("unwind_deferred_init failed: {:?}\n", e);
-        })?;
-        Ok(Hook)
+impl Part {
+    /// Sets a part up with `init`, a call into the C half returning 0 or a negative errno.
+    ///
+    /// # Safety
+    ///
+    /// `exit` must undo what `init` did, and be callable once in task context after it.
+    unsafe fn new(init: impl FnOnce() -> c_int, exit: unsafe extern "C" fn()) -> Result<Self> {
+        to_result(init())?;
+        // INVARIANT: `init` succeeded.
+        Ok(Part { exit })
     }
 }
 
-impl Drop for Hook {
+impl Drop for Part {
     fn drop(&mut self) {
-        // SAFETY: `uu_hook_init()` succeeded (type invariant); task context.
-        unsafe { ffi::uu_hook_exit() };
-    }
-}
-
-/// `options/userstacktrace_delay`: removed, and the events switched off, on drop.
-struct OptionFile;
-
-impl OptionFile {
-    fn new(enable: bool) -> Result<Self> {
-        // SAFETY: Called once, in task context.
-        to_result(unsafe { ffi::uu_option_init(enable) })?;
-        Ok(OptionFile)
-    }
-}
-
-impl Drop for OptionFile {
-    fn drop(&mut self) {
-        // SAFETY: `uu_option_init()` succeeded; task context.
-        unsafe { ffi::uu_option_exit() };
-    }
-}
-
-/// The probe on `__fput` that keeps the first-sight cache honest: removed on drop.
-struct FileProbe;
-
-impl FileProbe {
-    fn new() -> Result<Self> {
-        // SAFETY: Called once, in task context.
-        to_result(unsafe { ffi::uu_files_init() })?;
-        Ok(FileProbe)
-    }
-}
-
-impl Drop for FileProbe {
-    fn drop(&mut self) {
-        // SAFETY: `uu_files_init()` succeeded; task context.
-        unsafe { ffi::uu_files_exit() };
+        // SAFETY: By the type invariant `init` succeeded; drop runs once, in task context
+        // (module exit or a failed init).
+        unsafe { (self.exit)() };
     }
 }
 
 struct UserUnwind {
-    // Dropped in this order: first no more switching, then no more requests or callbacks,
-    // then no more following of file lifetimes (no callback can need it any more).
-    _option: OptionFile,
-    _hook: Hook,
-    _files: FileProbe,
+    // Dropped in this order: first no more switching (`options/userstacktrace_delay`
+    // removed, events off), then no more requests or callbacks (the deferred-unwind work
+    // cancelled, every callback finished), then no more following of file lifetimes (the
+    // `__fput` probe, which no callback can need any more).
+    _option: Part,
+    _hook: Part,
+    _files: Part,
 }
 
 impl kernel::Module for UserUnwind {
@@ -184,9 +161,16 @@ impl kernel::Module for UserUnwind {
         // SAFETY: The module's events are registered before its init runs.
         unsafe { ffi::uu_events_init() };
 
-        let files = FileProbe::new()?;
-        let hook = Hook::new()?;
-        let option = OptionFile::new(module_parameters::enable.value())?;
+        let enable = module_parameters::enable.value();
+        // SAFETY: Each pair is a matching init/exit of the C half, called in task context;
+        // `uu_hook_init()` needs the symbols resolved above.
+        let (files, hook, option) = unsafe {
+            let files = Part::new(|| ffi::uu_files_init(), ffi::uu_files_exit)?;
+            let hook = Part::new(|| ffi::uu_hook_init(), ffi::uu_hook_exit)
+                .inspect_err(|e| pr_err!("unwind_deferred_init failed: {:?}\n", e))?;
+            let option = Part::new(|| ffi::uu_option_init(enable), ffi::uu_option_exit)?;
+            (files, hook, option)
+        };
         pr_info!("loaded\n");
         Ok(UserUnwind {
             _option: option,

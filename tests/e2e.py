@@ -133,11 +133,23 @@ def check_chain_files(events, prog):
     check("file_cache of libc carries its build-id",
           libc and libc[0]["build_id"] == readelf_build_id(libc[0]["path"]) != "",
           f"libc file_cache {libc[:1]}")
-    counts = collections.Counter(e["cookie"] for e in events if e["event"] == "file_cache")
-    used = {c for stack, _ in resolve(events) if stack["comm"] == "uu_chain"
-            for _, c in stack["frames"] if c > 1}
-    check("steady state: one file_cache per cookie", used and all(counts[c] == 1 for c in used),
-          f"{[(hex(c), counts[c]) for c in used if counts[c] != 1]}")
+
+
+# How long after a reader's start every stack re-writes its file_cache (src/files.rs).
+READER_START_GRACE = 0.2
+
+
+def check_steady(events):
+    """After the grace that follows a reader's start, a file_cache is never repeated."""
+    check_file_cache("steady run: file_cache precedes every cookie", events, "uu_chain")
+    t0 = float(events[0]["ts"]) if events else 0
+    late_caches = [e for e in events if e["event"] == "file_cache"
+                   and float(e["ts"]) > t0 + READER_START_GRACE + 0.05]
+    late_stacks = [e for e in events if e["event"] == "user_unwind_stack"
+                   and float(e["ts"]) > t0 + READER_START_GRACE + 0.05]
+    check("steady state: no file_cache once the reader-start grace is over",
+          len(late_stacks) >= 10 and not late_caches,
+          f"{len(late_stacks)} stacks and {len(late_caches)} file_cache after the grace")
 
 
 def check_dlopen(events, prog):
@@ -269,9 +281,13 @@ def main():
     chain = parse_trace(s["CHAIN"])
     check_chain(chain, exe, lib)
     check_chain_files(chain, prog)
+    check_steady(parse_trace(s["STEADY"]))
     check_dlopen(parse_trace(s["DLOPEN"]), prog)
     check_named(parse_trace(s["NAMED"]), Elf(os.path.join(prog, "uu_named")))
-    check_paths(parse_trace(s["PATHS"]), int(values(s["PATHS"]).get("deep_path_length", 0)))
+    check_paths(parse_trace(s["PATHS"]), int(values(s["PATHLEN"]).get("deep_path_length", 0)))
+    statuses = {name: values(s[name]).get("status")
+                for name in ("CHAIN", "STEADY", "DLOPEN", "NAMED", "PATHS")}
+    check("the test programs ran and succeeded", set(statuses.values()) == {"0"}, statuses)
     check_file_cache("a late trace-cmd record finds a file_cache for every cookie",
                      parse_trace(s["LATE"]), "uu_chain")
 

@@ -8,6 +8,28 @@ OPT=$T/options/userstacktrace_delay
 section() { echo "=== $1"; }
 result() { echo "$1 $2"; }	# NAME VALUE
 
+# traced SECTION FILTER COMMAND...: run COMMAND with user stacks on for the system calls
+# FILTER selects, then print section SECTION with the command's status and the trace.
+traced() {
+	name=$1 filter=$2
+	shift 2
+	echo 0 >$T/tracing_on
+	echo >$T/trace
+	echo "$filter" >$T/events/raw_syscalls/sys_enter/filter
+	echo 1 >$T/events/raw_syscalls/sys_enter/enable
+	echo 1 >$OPT
+	echo 1 >$T/tracing_on
+	"$@" >/dev/null
+	status=$?
+	echo 0 >$T/tracing_on
+	echo 0 >$OPT
+	echo 0 >$T/events/raw_syscalls/sys_enter/enable
+	echo 0 >$T/events/raw_syscalls/sys_enter/filter
+	section "$name"
+	result status $status
+	cat $T/trace
+}
+
 section INSMOD
 dmesg -c >/dev/null
 insmod /lib/modules/user_unwind.ko
@@ -30,45 +52,17 @@ result after_0 "$(cat $OPT)"
 result userstacktrace "$(cat $T/options/userstacktrace)"
 
 # The known call chain, getppid only.
-echo 0 >$T/tracing_on
-echo >$T/trace
-echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
-echo 1 >$T/events/raw_syscalls/sys_enter/enable
-echo 1 >$OPT
-echo 1 >$T/tracing_on
-uu_chain 40
-echo 0 >$T/tracing_on
-echo 0 >$OPT
-echo 0 >$T/events/raw_syscalls/sys_enter/enable
-echo 0 >$T/events/raw_syscalls/sys_enter/filter
-section CHAIN
-cat $T/trace
+traced CHAIN 'id == 110' uu_chain 40
+
+# Steady state: 30 calls 20 ms apart, most of them after the 200 ms that follow a reader's
+# start, during which every stack re-writes its file_cache events.
+traced STEADY 'id == 110' uu_chain 30 20000
 
 # dlopen/dlclose churn: file cookies reused for other libraries.
-echo >$T/trace
-echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
-echo 1 >$T/events/raw_syscalls/sys_enter/enable
-echo 1 >$OPT
-echo 1 >$T/tracing_on
-uu_dl 30
-echo 0 >$T/tracing_on
-echo 0 >$OPT
-section DLOPEN
-cat $T/trace
+traced DLOPEN 'id == 110' uu_dl 30
 
 # Mappings without a file: a named anonymous "JIT" mapping, and the vdso.
-echo >$T/trace
-echo 'id == 110 || id == 228' >$T/events/raw_syscalls/sys_enter/filter
-echo 1 >$T/events/raw_syscalls/sys_enter/enable
-echo 1 >$OPT
-echo 1 >$T/tracing_on
-uu_named 5
-result named_status $?
-echo 0 >$T/tracing_on
-echo 0 >$OPT
-echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
-section NAMED
-cat $T/trace
+traced NAMED 'id == 110 || id == 228' uu_named 5
 
 # Paths: a deleted executable, and one whose path does not fit the event.
 cp /usr/bin/uu_chain /tmp/uu_gone
@@ -79,19 +73,11 @@ for i in $(seq 12); do deep=$deep/directory-name-of-one-hundred-bytes-to-make-th
 mkdir -p $deep && cp /usr/bin/uu_chain $deep/uu_deep
 sleep 0.2
 rm /tmp/uu_gone
-echo >$T/trace
-echo 1 >$T/events/raw_syscalls/sys_enter/enable
-echo 1 >$OPT
-echo 1 >$T/tracing_on
-$deep/uu_deep 3 >/dev/null
-sleep 0.5
-echo 0 >$T/tracing_on
-echo 0 >$OPT
+section PATHLEN
+result deep_path_length ${#deep}
+traced PATHS 'id == 110' sh -c "$deep/uu_deep 3; sleep 0.5"
 kill $gone
 wait $gone 2>/dev/null
-section PATHS
-result deep_path_length ${#deep}
-cat $T/trace
 
 # A reader that starts late: the files were seen (and cached) before it started.
 echo >$T/trace
