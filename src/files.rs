@@ -55,6 +55,8 @@ fn durable() -> bool {
 /// Longest path a `file_cache` event carries, NUL included; longer ones are shortened
 /// visibly (`src/files.c`).
 const PATH_BUF: usize = 1024;
+/// The path buffer when no memory can be had for `PATH_BUF`.
+const SHORT_PATH_BUF: usize = 128;
 
 /// Longest name of a mapping without a file, NUL included (`[anon:` + 80 + `]`).
 pub(crate) const NAME_MAX: usize = 96;
@@ -158,6 +160,9 @@ impl<'k> HeldFiles<'k> {
             }
         }
         let mut path: Option<KVec<u8>> = None;
+        // Without memory for a full path, a short one (shortened visibly) still explains
+        // the cookie.
+        let mut short_path = [0u8; SHORT_PATH_BUF];
         for file in self.files.iter().flatten() {
             let ptr = file.as_ptr() as usize as u64;
             let sighting = SEEN.sighting(ptr);
@@ -167,9 +172,7 @@ impl<'k> HeldFiles<'k> {
             if path.is_none() {
                 path = KVec::from_elem(0u8, PATH_BUF, GFP_KERNEL).ok();
             }
-            let Some(buf) = path.as_mut() else {
-                return;
-            };
+            let buf = path.as_deref_mut().unwrap_or(&mut short_path[..]);
             emit(file, file_cookie(ptr, self.key), buf);
             if sighting == Sighting::New && durable {
                 SEEN.record(ptr);
@@ -191,7 +194,7 @@ impl ReadAt for FileReader<'_> {
     }
 }
 
-fn emit(file: &File, cookie: u64, buf: &mut KVec<u8>) {
+fn emit(file: &File, cookie: u64, buf: &mut [u8]) {
     let build_id = find_build_id(&mut FileReader(file));
     let id = build_id.as_ref().map_or(&[][..], |id| id.as_bytes());
     // SAFETY: The file is held; `buf` is valid for `buf.len()` bytes and the returned path
