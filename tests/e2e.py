@@ -262,6 +262,10 @@ def main():
     if "END" not in s:
         return
 
+    v = values(s["LOADFAIL"])
+    check("insmod without tracefs fails with a message and leaves nothing behind",
+          v.get("insmod_status") not in (None, "0") and v.get("in_modules") == "0"
+          and v.get("events_dir") == "no" and int(v.get("message", 0)) >= 1, str(v))
     v = values(s["INSMOD"])
     check("insmod succeeds", v.get("insmod_status") == "0", str(v))
     with open(os.path.join(prog, "kunit.log"), "w") as f:

@@ -30,6 +30,17 @@ traced() {
 	cat $T/trace
 }
 
+# A kernel without what the module needs: here, no tracefs mounted. insmod must fail with
+# a message and leave nothing behind.
+section LOADFAIL
+umount $T
+insmod /lib/modules/user_unwind.ko 2>/dev/null
+result insmod_status $?
+mount -t tracefs tracefs $T
+result in_modules "$(grep -c '^user_unwind ' /proc/modules)"
+result events_dir "$([ -e $T/events/user_unwind ] && echo yes || echo no)"
+result message "$(dmesg | grep -c 'user_unwind: tracefs options directory not found')"
+
 section INSMOD
 dmesg -c >/dev/null
 insmod /lib/modules/user_unwind.ko
