@@ -208,51 +208,62 @@ fn scan_notes(l: Layout, notes: &[u8], align: usize) -> Option<BuildId> {
 
 /// Golden vectors shared by the host tests and KUnit: small hand-made ELF images.
 pub mod vectors {
-    /// A minimal little-endian ELF64 image with one `PT_NOTE` holding a 20-byte build-id
-    /// `00 01 .. 13`, built into `buf`; returns its length.
-    pub fn elf64_le(buf: &mut [u8; 160]) -> usize {
-        *buf = [0; 160];
-        buf[..6].copy_from_slice(b"\x7fELF\x02\x01");
-        buf[32..40].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
-        buf[54..56].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
-        buf[56..58].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
-        let ph = 64;
-        buf[ph..ph + 4].copy_from_slice(&4u32.to_le_bytes()); // PT_NOTE
-        buf[ph + 8..ph + 16].copy_from_slice(&120u64.to_le_bytes()); // p_offset
-        buf[ph + 32..ph + 40].copy_from_slice(&36u64.to_le_bytes()); // p_filesz
-        buf[ph + 48..ph + 56].copy_from_slice(&4u64.to_le_bytes()); // p_align
-        let n = 120;
-        buf[n..n + 4].copy_from_slice(&4u32.to_le_bytes());
-        buf[n + 4..n + 8].copy_from_slice(&20u32.to_le_bytes());
-        buf[n + 8..n + 12].copy_from_slice(&3u32.to_le_bytes());
-        buf[n + 12..n + 16].copy_from_slice(b"GNU\0");
-        for (i, b) in buf[n + 16..n + 36].iter_mut().enumerate() {
-            *b = i as u8;
-        }
-        156
+    /// Writes the low `width` bytes of `value` at `at`, big- or little-endian.
+    fn put(buf: &mut [u8], at: usize, width: usize, value: u64, big: bool) {
+        let bytes = if big {
+            value.to_be_bytes()
+        } else {
+            value.to_le_bytes()
+        };
+        let src = if big {
+            &bytes[8 - width..]
+        } else {
+            &bytes[..width]
+        };
+        buf[at..at + width].copy_from_slice(src);
     }
 
-    /// The same as a big-endian ELF32 image; returns its length.
-    pub fn elf32_be(buf: &mut [u8; 160]) -> usize {
+    /// A minimal ELF image, ELF64 or ELF32, little- or big-endian, whose one `PT_NOTE`
+    /// holds the 20-byte build-id `00 01 .. 13`; returns its length.
+    fn image(buf: &mut [u8; 160], is64: bool, big: bool) -> usize {
         *buf = [0; 160];
-        buf[..6].copy_from_slice(b"\x7fELF\x01\x02");
-        buf[28..32].copy_from_slice(&52u32.to_be_bytes()); // e_phoff
-        buf[42..44].copy_from_slice(&32u16.to_be_bytes()); // e_phentsize
-        buf[44..46].copy_from_slice(&1u16.to_be_bytes()); // e_phnum
-        let ph = 52;
-        buf[ph..ph + 4].copy_from_slice(&4u32.to_be_bytes()); // PT_NOTE
-        buf[ph + 4..ph + 8].copy_from_slice(&84u32.to_be_bytes()); // p_offset
-        buf[ph + 16..ph + 20].copy_from_slice(&36u32.to_be_bytes()); // p_filesz
-        buf[ph + 28..ph + 32].copy_from_slice(&4u32.to_be_bytes()); // p_align
-        let n = 84;
-        buf[n..n + 4].copy_from_slice(&4u32.to_be_bytes());
-        buf[n + 4..n + 8].copy_from_slice(&20u32.to_be_bytes());
-        buf[n + 8..n + 12].copy_from_slice(&3u32.to_be_bytes());
-        buf[n + 12..n + 16].copy_from_slice(b"GNU\0");
-        for (i, b) in buf[n + 16..n + 36].iter_mut().enumerate() {
+        buf[..4].copy_from_slice(b"\x7fELF");
+        buf[4] = if is64 { 2 } else { 1 };
+        buf[5] = if big { 2 } else { 1 };
+        // Where e_phoff, e_phentsize, e_phnum and the program header table are; its size
+        // and word size; where p_offset, p_filesz and p_align are in it.
+        let (phoff_at, phentsize_at, phnum_at, ph, phentsize, word) = if is64 {
+            (32, 54, 56, 64, 56, 8)
+        } else {
+            (28, 42, 44, 52, 32, 4)
+        };
+        let (offset_at, filesz_at, align_at) = if is64 { (8, 32, 48) } else { (4, 16, 28) };
+        let note = ph + phentsize;
+        put(buf, phoff_at, word, ph as u64, big);
+        put(buf, phentsize_at, 2, phentsize as u64, big);
+        put(buf, phnum_at, 2, 1, big);
+        put(buf, ph, 4, 4, big); // PT_NOTE
+        put(buf, ph + offset_at, word, note as u64, big);
+        put(buf, ph + filesz_at, word, 36, big);
+        put(buf, ph + align_at, word, 4, big);
+        put(buf, note, 4, 4, big); // namesz
+        put(buf, note + 4, 4, 20, big); // descsz
+        put(buf, note + 8, 4, 3, big); // NT_GNU_BUILD_ID
+        buf[note + 12..note + 16].copy_from_slice(b"GNU\0");
+        for (i, b) in buf[note + 16..note + 36].iter_mut().enumerate() {
             *b = i as u8;
         }
-        120
+        note + 36
+    }
+
+    /// The little-endian ELF64 image (156 bytes, note at 120); returns its length.
+    pub fn elf64_le(buf: &mut [u8; 160]) -> usize {
+        image(buf, true, false)
+    }
+
+    /// The big-endian ELF32 image (120 bytes, note at 84); returns its length.
+    pub fn elf32_be(buf: &mut [u8; 160]) -> usize {
+        image(buf, false, true)
     }
 }
 
