@@ -42,7 +42,7 @@ int uu_vma_name(struct vm_area_struct *vma, char *buf, int len);
 int uu_option_init(bool enable);
 void uu_option_exit(void);
 
-/* Small wrappers for Rust. */
+/* src/glue.c: small wrappers for Rust. */
 struct mm_struct *uu_current_mm(void);
 void uu_vma_layout(size_t out[4]);
 bool uu_tracing_on(void);

@@ -3,13 +3,13 @@
  * Wrappers around static inline kernel functions and types that Rust cannot call or name
  * from an out-of-tree module.
  */
+#include <linux/ftrace.h>
 #include <linux/mm_types.h>
 #include <linux/random.h>
-#include <linux/timekeeping.h>
 #include <linux/sched.h>
 #include <linux/siphash.h>
+#include <linux/timekeeping.h>
 #include <linux/trace.h>
-#include <linux/ftrace.h>
 #include <user_unwind.h>
 
 /*
