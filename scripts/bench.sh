@@ -18,7 +18,7 @@ for line in sys.stdin:
     elif f and f[0] == "dropped_events":
         print("ring-buffer events dropped:", f[1])
 base = statistics.median(runs["sys_enter"])
-for name in ("off", "sys_enter", "sys_enter+user_unwind"):
+for name in ("off", "sys_enter", "sys_enter+cookies", "sys_enter+user_unwind"):
     med = statistics.median(runs[name])
     print(f"{name:24} {med:8.0f} ns/call  x{med / base:5.2f} of sys_enter  runs {runs[name]}")
 '

@@ -81,6 +81,9 @@ static struct trace_export uu_export = {
 static void uu_unwind_callback(struct unwind_work *work,
 			       struct unwind_stacktrace *trace, u64 cookie)
 {
+	/* Nobody records stacks, only cookies: nothing to translate. */
+	if (!trace_user_unwind_stack_enabled())
+		return;
 	uu_rust_stack(trace->entries, trace->nr, cookie);
 }
 
