@@ -139,25 +139,49 @@ impl<'k> HeldFiles<'k> {
         self.nr_files += 1;
     }
 
-    /// Writes a `file_cache` event for every held file and name that needs one.
+    /// Writes a `file_cache` event for every held file and name that needs one, before the
+    /// chunk's stack. Returns whether they are durable; if not, call [`Self::repeat`] after
+    /// the stack.
     ///
     /// Context: task, may sleep.
-    pub(crate) fn report(&self) {
+    pub(crate) fn report(&self) -> bool {
         let durable = durable();
-        // A name is its own identity: its cookie is the cache key, and never forgotten
-        // but by eviction, clearing or a reminder.
+        self.emit_all(|key| SEEN.sighting(key), durable);
+        durable
+    }
+
+    /// Writes the `file_cache` of every held file and name again, after the chunk's stack.
+    /// A reader that clears the buffer while a stack's events are being written keeps the
+    /// stack but loses what came before it; during the reader-start grace these copies
+    /// explain the cookies of such a stack right after it.
+    ///
+    /// Context: task, may sleep.
+    pub(crate) fn repeat(&self) {
+        self.emit_all(|_| Sighting::Reminder, false);
+    }
+
+    /// Writes the `file_cache` of each held name and file that `sighting(key)` does not
+    /// call known (the key is a name's cookie or a file's pointer value), and, when the
+    /// events are `durable`, remembers the new ones: only after their event is written, so
+    /// that whoever finds them in the cache writes its stack after that event.
+    fn emit_all(&self, mut sighting: impl FnMut(u64) -> Sighting, durable: bool) {
+        let remember = |key, seen| {
+            if seen == Sighting::New && durable {
+                SEEN.record(key);
+            }
+        };
+        // A name is its own identity: its cookie is the cache key, never forgotten but by
+        // eviction, clearing or a reminder.
         for named in self.names.iter().flatten() {
-            let sighting = SEEN.sighting(named.cookie);
-            if sighting == Sighting::Known {
+            let seen = sighting(named.cookie);
+            if seen == Sighting::Known {
                 continue;
             }
             // SAFETY: `name` is NUL-terminated within its `NAME_MAX` bytes.
             unsafe {
                 ffi::uu_emit_file_cache(named.cookie, named.name.as_ptr(), [0u8; 0].as_ptr(), 0)
             };
-            if sighting == Sighting::New && durable {
-                SEEN.record(named.cookie);
-            }
+            remember(named.cookie, seen);
         }
         let mut path: Option<KVec<u8>> = None;
         // Without memory for a full path, a short one (shortened visibly) still explains
@@ -165,8 +189,8 @@ impl<'k> HeldFiles<'k> {
         let mut short_path = [0u8; SHORT_PATH_BUF];
         for file in self.files.iter().flatten() {
             let ptr = file.as_ptr() as usize as u64;
-            let sighting = SEEN.sighting(ptr);
-            if sighting == Sighting::Known {
+            let seen = sighting(ptr);
+            if seen == Sighting::Known {
                 continue;
             }
             if path.is_none() {
@@ -174,9 +198,7 @@ impl<'k> HeldFiles<'k> {
             }
             let buf = path.as_deref_mut().unwrap_or(&mut short_path[..]);
             emit(file, file_cookie(ptr, self.key), buf);
-            if sighting == Sighting::New && durable {
-                SEEN.record(ptr);
-            }
+            remember(ptr, seen);
         }
     }
 }

@@ -103,7 +103,7 @@ pub(crate) fn record(ips: &[c_ulong], cookie: u64, key: &SipKey) {
         let mut translator = Translator::new(key, PAGE_SHIFT as u32);
         let frames = ips[start..start + len].iter().map(|&ip| ip as u64);
         let n = translator.translate(&mut space, frames, &mut offs, &mut files);
-        space.held.report();
+        let durable = space.held.report();
         // SAFETY: `offs` and `files` hold `n` initialized entries; the tracepoint copies them.
         unsafe {
             ffi::uu_emit_stack(
@@ -115,5 +115,8 @@ pub(crate) fn record(ips: &[c_ulong], cookie: u64, key: &SipKey) {
                 n as u32,
             )
         };
+        if !durable {
+            space.held.repeat();
+        }
     }
 }

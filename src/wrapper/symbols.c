@@ -3,8 +3,9 @@
  * Resolve the deferred-unwind API, which Linux 7.3 does not export to modules.
  *
  * As lttng-modules does (src/wrapper/kallsyms.c): a kprobe on kallsyms_lookup_name gives
- * that function's address; it then looks up the others. A kernel that exports the API
- * needs none of this: build with UU_DIRECT_UNWIND_API and the calls link directly.
+ * that function's address; it then looks up the others. On a kernel that exports the
+ * unwind API, build with UU_DIRECT_UNWIND_API and those calls link directly;
+ * tracefs_remove() is still looked up (no kernel exports it).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -22,28 +23,17 @@
 
 struct uu_symbols uu_sym;
 
-#ifdef UU_DIRECT_UNWIND_API
-
-int uu_symbols_init(void)
-{
-	uu_sym.unwind_deferred_init = unwind_deferred_init;
-	uu_sym.unwind_deferred_request = unwind_deferred_request;
-	uu_sym.unwind_deferred_cancel = unwind_deferred_cancel;
-	uu_sym.tracefs_remove = tracefs_remove;
-	return 0;
-}
-
-#else
-
 #define UU_WANT(sym) { #sym, (void **)&uu_sym.sym }
 
 static const struct {
 	const char *name;
 	void **addr;
 } uu_wanted[] = {
+#ifndef UU_DIRECT_UNWIND_API
 	UU_WANT(unwind_deferred_init),
 	UU_WANT(unwind_deferred_request),
 	UU_WANT(unwind_deferred_cancel),
+#endif
 	UU_WANT(tracefs_remove),
 };
 
@@ -79,6 +69,11 @@ int uu_symbols_init(void)
 	unsigned long (*lookup)(const char *name);
 	int i;
 
+#ifdef UU_DIRECT_UNWIND_API
+	uu_sym.unwind_deferred_init = unwind_deferred_init;
+	uu_sym.unwind_deferred_request = unwind_deferred_request;
+	uu_sym.unwind_deferred_cancel = unwind_deferred_cancel;
+#endif
 	if (!IS_ENABLED(CONFIG_UNWIND_USER)) {
 		pr_err("kernel built without CONFIG_UNWIND_USER: no deferred unwinder\n");
 		return -EOPNOTSUPP;
@@ -112,5 +107,3 @@ int uu_symbols_init(void)
 	}
 	return 0;
 }
-
-#endif /* UU_DIRECT_UNWIND_API */
