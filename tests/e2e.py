@@ -31,6 +31,7 @@ results = []
 
 
 def check(name, ok, why=""):
+    ok = bool(ok)
     results.append(ok)
     print(("ok - " if ok else "not ok - ") + name + ("" if ok else f": {why}"))
     sys.stdout.flush()
