@@ -36,7 +36,8 @@ TRACE_EVENT_FN(user_unwind_cookie,
 /*
  * The user stack of one kernel entry, or frames [start, start + nr) of it when it is
  * deeper than one record holds: offs[i] is the offset of frame i in the mapped file and
- * files[i] the file cookie (0: no mapping, offs[i] is the address; 1: no file).
+ * files[i] the file cookie (0: no mapping, offs[i] is the address; 1: no file and no
+ * name).
  */
 TRACE_EVENT(user_unwind_stack,
 
@@ -71,8 +72,10 @@ TRACE_EVENT(user_unwind_stack,
 
 /*
  * What a file cookie stands for: the path of the file as the traced task sees it and its
- * GNU build-id (build_id_len 0: none). Written before the first stack that uses the
- * cookie, again after the file behind the cookie changed, and as a periodic reminder.
+ * GNU build-id (build_id_len 0: none); for a named mapping without a file, its name.
+ * Written before the first stack that uses the cookie, again after the file behind the
+ * cookie changed, as a periodic reminder, and around every stack for a while after a
+ * reader starts (see Documentation/user_unwind.rst).
  */
 TRACE_EVENT_FN(file_cache,
 

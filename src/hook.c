@@ -140,12 +140,9 @@ int uu_hook_init(void)
  */
 void uu_hook_exit(void)
 {
-	scoped_guard(mutex, &uu_hook_lock) {
+	scoped_guard(mutex, &uu_hook_lock)
 		uu_dying = true;
-		if (uu_export_registered)
-			unregister_ftrace_export(&uu_export);
-		uu_export_registered = false;
-	}
+	uu_hook_disable();
 	synchronize_rcu();
 	uu_sym.unwind_deferred_cancel(&uu_work);
 }

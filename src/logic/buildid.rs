@@ -62,8 +62,13 @@ struct Layout {
 }
 
 impl Layout {
+    /// The `N` bytes at `at`, if `b` has them.
+    fn bytes<const N: usize>(b: &[u8], at: usize) -> Option<[u8; N]> {
+        b.get(at..at.checked_add(N)?)?.try_into().ok()
+    }
+
     fn u16(&self, b: &[u8], at: usize) -> Option<u16> {
-        let v: [u8; 2] = b.get(at..at.checked_add(2)?)?.try_into().ok()?;
+        let v = Self::bytes(b, at)?;
         Some(if self.big {
             u16::from_be_bytes(v)
         } else {
@@ -72,7 +77,7 @@ impl Layout {
     }
 
     fn u32(&self, b: &[u8], at: usize) -> Option<u32> {
-        let v: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
+        let v = Self::bytes(b, at)?;
         Some(if self.big {
             u32::from_be_bytes(v)
         } else {
@@ -81,7 +86,7 @@ impl Layout {
     }
 
     fn u64(&self, b: &[u8], at: usize) -> Option<u64> {
-        let v: [u8; 8] = b.get(at..at.checked_add(8)?)?.try_into().ok()?;
+        let v = Self::bytes(b, at)?;
         Some(if self.big {
             u64::from_be_bytes(v)
         } else {

@@ -52,7 +52,11 @@ pub trait AddressSpace {
 /// The cookie of a file pointer value: SipHash-2-4 under the module's secret key, moved off
 /// the two reserved values (a 2^-63 chance per file).
 pub fn file_cookie(file: u64, key: &SipKey) -> u64 {
-    let hash = siphash_1u64(file, key);
+    unreserved(siphash_1u64(file, key))
+}
+
+/// Moves a hash off the reserved cookie values 0 and 1.
+fn unreserved(hash: u64) -> u64 {
     if hash <= COOKIE_NO_FILE {
         hash + 2
     } else {
@@ -66,12 +70,7 @@ pub fn file_cookie(file: u64, key: &SipKey) -> u64 {
 /// key lives, so it needs no lifetime tracking.
 pub fn name_cookie(name: &[u8], key: &SipKey) -> u64 {
     const NAME_DOMAIN: u64 = 0x6e61_6d65_645f_766d; // "named_vm"
-    let hash = siphash(name, &SipKey([key.0[0] ^ NAME_DOMAIN, key.0[1]]));
-    if hash <= COOKIE_NO_FILE {
-        hash + 2
-    } else {
-        hash
-    }
+    unreserved(siphash(name, &SipKey([key.0[0] ^ NAME_DOMAIN, key.0[1]])))
 }
 
 /// Translates the frames of one stack, remembering the last VMA and its cookie across calls.
