@@ -16,23 +16,30 @@ int uu_symbols_init(void);
 /* src/hook.c: the request hook and the deferred callback. */
 int uu_hook_init(void);		/* task context, may sleep */
 void uu_hook_exit(void);		/* task context, may sleep; no callback runs after it */
+int uu_hook_start(void);		/* task context; the end of module init */
 int uu_hook_enable(void);		/* cookie event's reg callback */
 void uu_hook_disable(void);		/* cookie event's unreg callback */
+bool uu_hook_requesting(void);		/* task context */
+
 
 /* src/events.c */
 void uu_events_init(void);
 bool uu_is_own_event(unsigned short type);
+bool uu_is_cookie_event(unsigned short type);
 void uu_emit_stack(u64 cookie, u16 start, u16 total, const u64 *offs,
 		   const u64 *files, u32 nr);
 void uu_emit_file_cache(u64 cookie, const char *path, const u8 *build_id,
 			u32 build_id_len);
 int uu_file_cache_reg(void);		/* file_cache's reg callback */
+int uu_test_watch_stacks(bool on);	/* KUnit only: watch user_unwind_stack */
+void uu_test_last_stack(u64 out[4]);	/* KUnit only: cookie, start, total, nr */
 void uu_file_cache_unreg(void);
 
 /* src/files.c: what file_cache reports, and the end of a file's life. */
 struct file;
-int uu_files_init(void);		/* task context; probes __fput */
+int uu_files_init(void);		/* task context; probes __fput and buffer resets */
 void uu_files_exit(void);
+bool uu_files_check(void);		/* task context: may the __fput probe have missed? */
 const char *uu_file_path(struct file *file, char *buf, int len);
 long uu_file_read(struct file *file, u64 offset, u8 *buf, size_t len);
 struct vm_area_struct;
@@ -42,9 +49,46 @@ int uu_vma_name(struct vm_area_struct *vma, char *buf, int len);
 int uu_option_init(bool enable);
 void uu_option_exit(void);
 
+/*
+ * src/stats.c: the module's counters, per CPU, shown in tracefs's user_unwind_stats.
+ * The values are mirrored in src/stats.rs.
+ */
+enum uu_stat {
+	UU_STAT_REQUESTS,		/* unwind_deferred_request() accepted */
+	UU_STAT_REQUESTS_FAILED,	/* unwind_deferred_request() refused */
+	UU_STAT_COOKIES_UNRECORDED,	/* a cookie event no instance's buffer took */
+	UU_STAT_STACKS,			/* callbacks that recorded a stack */
+	UU_STAT_EMPTY_STACKS,		/* ... of which with no frame */
+	UU_STAT_FILE_CACHE,		/* file_cache events written */
+	UU_STAT_FILE_CACHE_DEFERRED,	/* new files left to a later stack by the cap */
+	UU_STAT_BUILD_ID_UNCACHED,	/* build-ids not read: pages not in the page cache */
+	UU_STAT_CACHE_RESETS,		/* first-sight cache cleared */
+	UU_STAT_PROBE_MISSES,		/* __fput calls the probe may have missed */
+	UU_STAT_NR
+};
+
+void uu_stat_add(enum uu_stat stat, unsigned long n);	/* any context */
+extern const struct file_operations uu_stats_fops;
+
 /* src/glue.c: small wrappers for Rust. */
-struct mm_struct *uu_current_mm(void);
-void uu_vma_layout(size_t out[4]);
+enum {
+	UU_LAYOUT_TASK_SIZE,
+	UU_LAYOUT_TASK_MM,
+	UU_LAYOUT_TASK_PID,
+	UU_LAYOUT_TASK_TGID,
+	UU_LAYOUT_TASK_GROUP_LEADER,
+	UU_LAYOUT_VMA_SIZE,
+	UU_LAYOUT_VMA_START,
+	UU_LAYOUT_VMA_END,
+	UU_LAYOUT_VMA_PGOFF,
+	UU_LAYOUT_VMA_FILE,
+	UU_LAYOUT_VMA_MM,
+	UU_LAYOUT_VMA_FLAGS,
+	UU_LAYOUT_FILE_SIZE,
+	UU_LAYOUT_NR
+};
+
+int uu_layout(size_t *out, size_t n);	/* -EINVAL when n != UU_LAYOUT_NR */
 bool uu_tracing_on(void);
 u64 uu_now_ns(void);
 void uu_get_random_key(u64 key[2]);
@@ -57,6 +101,8 @@ void uu_rust_stack(const unsigned long *ips, u32 nr, u64 cookie);
 void uu_rust_file_freed(unsigned long file);
 /* Rust: every file cookie needs a new file_cache event (a new reader may be starting). */
 void uu_rust_files_reset(void);
+/* Rust: whether a kallsyms name is __fput or a compiler clone of it. Any context. */
+bool uu_is_fput_symbol(const char *name, size_t len);
 /* Rust: parse a write to the option file. Returns 0 or 1, or -EINVAL. */
 int uu_rust_parse_option(const u8 *buf, size_t len);
 

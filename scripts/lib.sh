@@ -6,6 +6,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${USER_UNWIND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/user-unwind}
 KERNEL_SERIES=7.3
 LLVM_SUFFIX=-19
+BINDGEN_VERSION=0.71.1
 export LIBCLANG_PATH=/usr/lib/llvm${LLVM_SUFFIX}/lib
 export PATH="$CACHE/cargo/bin:$PATH"
 

@@ -89,10 +89,16 @@ if [ ! -s "$CACHE/linux-src.path" ] || [ ! -f "$(cat "$CACHE/linux-src.path")/Ma
 	echo "$dir" >"$CACHE/linux-src.path"
 fi
 
-if ! command -v bindgen >/dev/null; then
-	say "building bindgen-cli with cargo (about 75 s)"
-	cargo install --quiet --locked --root "$CACHE/cargo" bindgen-cli ||
-		die "cargo install bindgen-cli failed"
+# bindgen is pinned: 0.72 and later lay out an empty `____cacheline_aligned` struct without its
+# alignment, which misplaces every task_struct field after `stats` in the Rust bindings
+# (Documentation/user_unwind.rst, "bindgen and task_struct"). 0.71.1 is the kernel's minimum
+# and what Debian built its own 7.3 kernel with.
+if [ "$(bindgen --version 2>/dev/null)" != "bindgen $BINDGEN_VERSION" ]; then
+	say "building bindgen-cli $BINDGEN_VERSION with cargo (about 75 s)"
+	cargo install --quiet --locked --force --root "$CACHE/cargo" "bindgen-cli@$BINDGEN_VERSION" ||
+		die "cargo install bindgen-cli@$BINDGEN_VERSION failed"
+	[ "$(bindgen --version)" = "bindgen $BINDGEN_VERSION" ] ||
+		die "bindgen on PATH is $(bindgen --version), not $BINDGEN_VERSION: the cache's must come first"
 fi
 
 say "setup ok: kernel $(cat "$CACHE/linux-src.version"), rustc $RV, $(bindgen --version), cache $CACHE"

@@ -42,6 +42,12 @@ bool uu_is_own_event(unsigned short type)
 	       type == event_file_cache.event.type;
 }
 
+/* Context: any, including NMI. */
+bool uu_is_cookie_event(unsigned short type)
+{
+	return type == event_user_unwind_cookie.event.type;
+}
+
 static const u64 *uu_dynamic_array(const void *entry, u32 data_loc, u32 *nr)
 {
 	*nr = (data_loc >> 16) / sizeof(u64);
@@ -76,7 +82,48 @@ static enum print_line_t uu_stack_output(struct trace_iterator *iter,
 	return trace_handle_return(s);
 }
 
+static struct trace_event_functions uu_stack_funcs = {
+	.trace = uu_stack_output,
+};
+
+/*
+ * The text output of user_unwind_stack: the event's own trace_event_functions are the
+ * TRACE_EVENT macro's, so the event points at the module's instead, before any reader can
+ * print it with them (until then the format's TP_printk prints it).
+ */
 void uu_events_init(void)
 {
-	trace_event_type_funcs_user_unwind_stack.trace = uu_stack_output;
+	uu_stack_funcs.raw = event_user_unwind_stack.event.funcs->raw;
+	uu_stack_funcs.hex = event_user_unwind_stack.event.funcs->hex;
+	uu_stack_funcs.binary = event_user_unwind_stack.event.funcs->binary;
+	WRITE_ONCE(event_user_unwind_stack.event.funcs, &uu_stack_funcs);
 }
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/* For the KUnit suite: the last user_unwind_stack written, as cookie, start, total, nr. */
+static u64 uu_test_stack[4];
+
+static void uu_test_stack_probe(void *data, u64 cookie, u16 start, u16 total,
+				const u64 *offs, const u64 *files, u32 nr)
+{
+	uu_test_stack[0] = cookie;
+	uu_test_stack[1] = start;
+	uu_test_stack[2] = total;
+	uu_test_stack[3] = nr;
+}
+
+int uu_test_watch_stacks(bool on)
+{
+	memset(uu_test_stack, 0, sizeof(uu_test_stack));
+	if (on)
+		return register_trace_user_unwind_stack(uu_test_stack_probe, NULL);
+	unregister_trace_user_unwind_stack(uu_test_stack_probe, NULL);
+	tracepoint_synchronize_unregister();
+	return 0;
+}
+
+void uu_test_last_stack(u64 out[4])
+{
+	memcpy(out, uu_test_stack, sizeof(uu_test_stack));
+}
+#endif

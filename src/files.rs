@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! `file_cache` events: what each file cookie stands for, written before the first stack
-//! that uses it and again whenever the `struct file` behind it may have changed.
+//! that uses it and again whenever the `struct file` behind it may have changed or a reader
+//! may have lost it.
 
 use crate::ffi;
 use crate::logic::buildid::{find_build_id, ReadAt, ReadError};
 use crate::logic::frames::{file_cookie, name_cookie, CHUNK_FRAMES};
 use crate::logic::seen::{FirstSight, Sighting};
-use crate::logic::siphash::SipKey;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::stats::{self, Stat};
+use crate::Keys;
 use kernel::fs::file::File;
 use kernel::prelude::*;
 use kernel::sync::aref::ARef;
@@ -16,40 +17,50 @@ use kernel::sync::aref::ARef;
 /// Which files already have their `file_cache` in the trace.
 static SEEN: FirstSight = FirstSight::new();
 
-/// Whether the top-level instance was recording at the last stack.
-static RECORDING: AtomicBool = AtomicBool::new(false);
-
-/// When a reader last may have started (`ktime_get_mono_fast_ns()`): tracing switched on, or
-/// `file_cache` enabled.
-static READER_START: AtomicU64 = AtomicU64::new(0);
-
-/// For this long after a reader may have started, every stack writes the `file_cache` of
-/// every file it uses: a reader that starts clears the buffer around that moment
-/// (`trace-cmd record` enables the events, switches tracing on and resets the buffers), and
-/// what was written before the clear is gone.
-const READER_START_GRACE_NS: u64 = 200_000_000;
+/// New files one stack reports at most; the others are left to a later stack (counted as
+/// `file_cache_deferred`). A stack's frames are the user's to choose (a fake frame-pointer
+/// chain), and one file opened many times is many cookies: without a cap one system call
+/// could force hundreds of `file_cache` events and their reads, and flush the shared cache.
+pub(crate) const NEW_FILES_PER_STACK: usize = 16;
 
 fn now_ns() -> u64 {
     // SAFETY: A plain C function without preconditions, callable in any context.
     unsafe { ffi::uu_now_ns() }
 }
 
-/// A reader may be starting: forget every file.
+/// A reader may be starting, or its buffer was reset: forget every file.
 fn reader_start() {
-    READER_START.store(now_ns(), Ordering::Relaxed);
     SEEN.clear();
+    stats::add(Stat::CacheResets, 1);
 }
 
-/// Whether a `file_cache` written now is known to stay in the trace, so that the file may
-/// be remembered. While tracing is off events are dropped; when it comes back on, a reader
-/// may be starting.
+/// Whether a `file_cache` written now can be remembered, sampled after the generation was
+/// captured: not while the top-level instance does not record (the event is dropped), and
+/// not when the `__fput` probe may have missed a file's end (then the cache is cleared).
 fn durable() -> bool {
-    // SAFETY: A plain C function without preconditions.
-    let on = unsafe { ffi::uu_tracing_on() };
-    if RECORDING.swap(on, Ordering::Relaxed) != on && on {
+    // SAFETY: Plain C functions without preconditions, called in task context.
+    let (missed, on) = unsafe { (ffi::uu_files_check(), ffi::uu_tracing_on()) };
+    if missed {
         reader_start();
     }
-    on && now_ns().wrapping_sub(READER_START.load(Ordering::Relaxed)) > READER_START_GRACE_NS
+    on && !missed
+}
+
+/// What [`HeldFiles::report`] found: the generation its `file_cache` events were written
+/// in, and whether they may be remembered.
+#[derive(Clone, Copy)]
+pub(crate) struct Report {
+    generation: u64,
+    durable: bool,
+}
+
+impl Report {
+    /// Whether the `file_cache` events written before the stack may be gone from the trace
+    /// now that the stack is written (a reader reset the buffer or switched tracing back on
+    /// in between, or they were not durable): then [`HeldFiles::repeat`] them after it.
+    pub(crate) fn needs_repeat(&self) -> bool {
+        !self.durable || SEEN.generation() != self.generation
+    }
 }
 
 /// Longest path a `file_cache` event carries, NUL included; longer ones are shortened
@@ -77,7 +88,7 @@ const MAX_NAMES: usize = 4;
 /// between; and the names of the file-less mappings the chunk uses. On the stack: nothing
 /// is allocated, and nothing can fail to be held.
 pub(crate) struct HeldFiles<'k> {
-    key: &'k SipKey,
+    keys: &'k Keys,
     /// One lookup per frame at most, so a chunk never needs more.
     files: [Option<ARef<File>>; CHUNK_FRAMES],
     nr_files: usize,
@@ -85,9 +96,9 @@ pub(crate) struct HeldFiles<'k> {
 }
 
 impl<'k> HeldFiles<'k> {
-    pub(crate) fn new(key: &'k SipKey) -> Self {
+    pub(crate) fn new(keys: &'k Keys) -> Self {
         HeldFiles {
-            key,
+            keys,
             files: [const { None }; CHUNK_FRAMES],
             nr_files: 0,
             names: [None; MAX_NAMES],
@@ -97,7 +108,7 @@ impl<'k> HeldFiles<'k> {
     /// Notes the name of a mapping without a file; returns its cookie, or `None` when the
     /// chunk holds as many names as it can.
     pub(crate) fn hold_name(&mut self, name: &[u8]) -> Option<u64> {
-        let cookie = name_cookie(name, self.key);
+        let cookie = name_cookie(name, &self.keys.name);
         for slot in self.names.iter_mut() {
             match slot {
                 Some(named) if named.cookie == cookie => return Some(cookie),
@@ -133,55 +144,84 @@ impl<'k> HeldFiles<'k> {
             return;
         };
         // SAFETY: The caller guarantees `file` is valid with a positive refcount for now;
-        // `ARef::from` takes a reference of our own before the VMA lock is dropped. The
-        // module never calls `fdget_pos` on it.
+        // `ARef::from` takes a reference of our own before the VMA lock is dropped.
+        // `from_raw_file` also asks that no `fdget_pos` caller relies on `f_pos` not being
+        // shared with another thread: the module only passes the file to `d_path()`, and
+        // reads it through the page cache (`uu_file_read()`), neither of which touches
+        // `f_pos` or the file position lock, so it cannot break anyone's `fdget_pos`
+        // assumptions.
         *slot = Some(ARef::from(unsafe { File::from_raw_file(file) }));
         self.nr_files += 1;
     }
 
     /// Writes a `file_cache` event for every held file and name that needs one, before the
-    /// chunk's stack. Returns whether they are durable; if not, call [`Self::repeat`] after
-    /// the stack.
+    /// chunk's stack, at most `budget` of them new (the budget is decreased). Call
+    /// [`Self::repeat`] after the stack if the returned [`Report`] says so.
     ///
     /// Context: task, may sleep.
-    pub(crate) fn report(&self) -> bool {
+    pub(crate) fn report(&self, budget: &mut usize) -> Report {
+        // The generation is captured before the events are written and before `durable()`
+        // samples the state of the buffer: a reset or switch after this moment moves it.
+        let generation = SEEN.generation();
         let durable = durable();
-        self.emit_all(|key| SEEN.sighting(key), durable);
-        durable
+        let now = now_ns();
+        self.emit_all(
+            |key| match SEEN.sighting(key, now) {
+                Sighting::Known => Action::Skip,
+                Sighting::Reminder => Action::Write,
+                Sighting::New if *budget == 0 => {
+                    stats::add(Stat::FileCacheDeferred, 1);
+                    Action::Skip
+                }
+                Sighting::New => {
+                    *budget -= 1;
+                    if durable {
+                        Action::WriteAndRecord
+                    } else {
+                        Action::Write
+                    }
+                }
+            },
+            |key| {
+                SEEN.record(key, now, generation);
+            },
+        );
+        Report {
+            generation,
+            durable,
+        }
     }
 
     /// Writes the `file_cache` of every held file and name again, after the chunk's stack.
-    /// A reader that clears the buffer while a stack's events are being written keeps the
-    /// stack but loses what came before it; during the reader-start grace these copies
-    /// explain the cookies of such a stack right after it.
+    /// A reader that resets the buffer while a stack's events are being written keeps the
+    /// stack but loses what came before it; these copies explain the stack's cookies right
+    /// after it.
     ///
     /// Context: task, may sleep.
     pub(crate) fn repeat(&self) {
-        self.emit_all(|_| Sighting::Reminder, false);
+        self.emit_all(|_| Action::Write, |_| {});
     }
 
-    /// Writes the `file_cache` of each held name and file that `sighting(key)` does not
-    /// call known (the key is a name's cookie or a file's pointer value), and, when the
-    /// events are `durable`, remembers the new ones: only after their event is written, so
-    /// that whoever finds them in the cache writes its stack after that event.
-    fn emit_all(&self, mut sighting: impl FnMut(u64) -> Sighting, durable: bool) {
-        let remember = |key, seen| {
-            if seen == Sighting::New && durable {
-                SEEN.record(key);
-            }
-        };
+    /// Writes the `file_cache` of each held name and file for which `decide(key)` says so
+    /// (the key is a name's cookie or a file's pointer value), and calls `record(key)` right
+    /// after the event of each one it says to remember: only after the event is written, so
+    /// that whoever finds the key in the cache writes its stack after that event.
+    fn emit_all(&self, mut decide: impl FnMut(u64) -> Action, mut record: impl FnMut(u64)) {
         // A name is its own identity: its cookie is the cache key, never forgotten but by
         // eviction, clearing or a reminder.
         for named in self.names.iter().flatten() {
-            let seen = sighting(named.cookie);
-            if seen == Sighting::Known {
+            let action = decide(named.cookie);
+            if action == Action::Skip {
                 continue;
             }
             // SAFETY: `name` is NUL-terminated within its `NAME_MAX` bytes.
             unsafe {
                 ffi::uu_emit_file_cache(named.cookie, named.name.as_ptr(), [0u8; 0].as_ptr(), 0)
             };
-            remember(named.cookie, seen);
+            stats::add(Stat::FileCache, 1);
+            if action == Action::WriteAndRecord {
+                record(named.cookie);
+            }
         }
         let mut path: Option<KVec<u8>> = None;
         // Without memory for a full path, a short one (shortened visibly) still explains
@@ -189,35 +229,69 @@ impl<'k> HeldFiles<'k> {
         let mut short_path = [0u8; SHORT_PATH_BUF];
         for file in self.files.iter().flatten() {
             let ptr = file.as_ptr() as usize as u64;
-            let seen = sighting(ptr);
-            if seen == Sighting::Known {
+            let action = decide(ptr);
+            if action == Action::Skip {
                 continue;
             }
             if path.is_none() {
                 path = KVec::from_elem(0u8, PATH_BUF, GFP_KERNEL).ok();
             }
             let buf = path.as_deref_mut().unwrap_or(&mut short_path[..]);
-            emit(file, file_cookie(ptr, self.key), buf);
-            remember(ptr, seen);
+            emit(file, file_cookie(ptr, &self.keys.file), buf);
+            if action == Action::WriteAndRecord {
+                record(ptr);
+            }
         }
     }
 }
 
-/// A held file read through `kernel_read()`.
-struct FileReader<'a>(&'a File);
+/// What to do with one held file or name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Action {
+    /// Nothing: its `file_cache` is in the trace, or the budget is spent.
+    Skip,
+    /// Write its `file_cache`.
+    Write,
+    /// Write its `file_cache`, then remember that it is in the trace.
+    WriteAndRecord,
+}
+
+/// A held file read through the page cache (`uu_file_read()`); notes whether a page was
+/// not cached.
+struct FileReader<'a> {
+    file: &'a File,
+    uncached: bool,
+}
 
 impl ReadAt for FileReader<'_> {
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, ReadError> {
-        // SAFETY: The file is held by `self.0`; `buf` is valid for `buf.len()` bytes.
+        // SAFETY: The file is held by `self.file`; `buf` is valid for `buf.len()` bytes.
         let n = unsafe {
-            ffi::uu_file_read(self.0.as_ptr().cast(), offset, buf.as_mut_ptr(), buf.len())
+            ffi::uu_file_read(
+                self.file.as_ptr().cast(),
+                offset,
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
         };
+        if n == EAGAIN.to_errno().into() {
+            self.uncached = true;
+        }
         usize::try_from(n).map_err(|_| ReadError)
     }
 }
 
+/// Writes the `file_cache` of `file`: its path and, when its pages are cached, its
+/// build-id (none otherwise; a reminder reads it again later).
 fn emit(file: &File, cookie: u64, buf: &mut [u8]) {
-    let build_id = find_build_id(&mut FileReader(file));
+    let mut reader = FileReader {
+        file,
+        uncached: false,
+    };
+    let build_id = find_build_id(&mut reader);
+    if reader.uncached {
+        stats::add(Stat::BuildIdUncached, 1);
+    }
     let id = build_id.as_ref().map_or(&[][..], |id| id.as_bytes());
     // SAFETY: The file is held; `buf` is valid for `buf.len()` bytes and the returned path
     // is a NUL-terminated string inside it, valid while `buf` is.
@@ -225,6 +299,7 @@ fn emit(file: &File, cookie: u64, buf: &mut [u8]) {
         let path = ffi::uu_file_path(file.as_ptr().cast(), buf.as_mut_ptr(), buf.len() as i32);
         ffi::uu_emit_file_cache(cookie, path, id.as_ptr(), id.len() as u32);
     }
+    stats::add(Stat::FileCache, 1);
 }
 
 /// `__fput()` is about to free the `struct file` at `file`.
@@ -235,8 +310,23 @@ pub(crate) extern "C" fn uu_rust_file_freed(file: usize) {
     SEEN.forget(file as u64);
 }
 
-/// A new reader may be starting: every cookie gets a new `file_cache`.
+/// A new reader may be starting, or a buffer was reset: every cookie gets a new
+/// `file_cache`.
+///
+/// Context: any but NMI (the `file_cache` reg callback, the ring-buffer probes).
 #[no_mangle]
 pub(crate) extern "C" fn uu_rust_files_reset() {
     reader_start();
+}
+
+/// Whether `name` (`len` bytes, not NUL-terminated) is `__fput` or a clone of it.
+///
+/// # Safety
+///
+/// `name` must be valid for reads of `len` bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn uu_is_fput_symbol(name: *const u8, len: usize) -> bool {
+    // SAFETY: The caller guarantees `name` is valid for `len` bytes.
+    let name = unsafe { core::slice::from_raw_parts(name, len) };
+    crate::logic::ksym::is_fput_symbol(name)
 }

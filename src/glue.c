@@ -3,6 +3,9 @@
  * Wrappers around static inline kernel functions and types that Rust cannot call or name
  * from an out-of-tree module.
  */
+#include <linux/bug.h>
+#include <linux/errno.h>
+#include <linux/fs.h>
 #include <linux/ftrace.h>
 #include <linux/mm_types.h>
 #include <linux/random.h>
@@ -11,16 +14,6 @@
 #include <linux/timekeeping.h>
 #include <linux/trace.h>
 #include <user_unwind.h>
-
-/*
- * current->mm, read in C. The Rust bindings of this kernel build place task_struct::mm 48
- * bytes before where C has it (a layout mismatch between bindgen and clang somewhere
- * between sched_class and sched_info), so kernel::current!().mm() reads another field.
- */
-struct mm_struct *uu_current_mm(void)
-{
-	return current->mm;
-}
 
 void uu_get_random_key(u64 key[2])
 {
@@ -47,13 +40,29 @@ bool uu_tracing_on(void)
 	return tracing_is_on();
 }
 
-/* Offsets of the vm_area_struct fields Rust reads, for the KUnit suite to compare. */
-void uu_vma_layout(size_t out[4])
+/*
+ * The layout of what the Rust side reads through the bindings, or relies on the kernel
+ * crate to read, as C has it; src/layout.rs compares it with the bindings' at load. The
+ * order is UU_LAYOUT_* in include/user_unwind.h.
+ */
+int uu_layout(size_t *out, size_t n)
 {
-	out[0] = offsetof(struct vm_area_struct, vm_start);
-	out[1] = offsetof(struct vm_area_struct, vm_end);
-	out[2] = offsetof(struct vm_area_struct, vm_pgoff);
-	out[3] = offsetof(struct vm_area_struct, vm_file);
+	if (WARN_ON_ONCE(n != UU_LAYOUT_NR))
+		return -EINVAL;
+	out[UU_LAYOUT_TASK_SIZE] = sizeof(struct task_struct);
+	out[UU_LAYOUT_TASK_MM] = offsetof(struct task_struct, mm);
+	out[UU_LAYOUT_TASK_PID] = offsetof(struct task_struct, pid);
+	out[UU_LAYOUT_TASK_TGID] = offsetof(struct task_struct, tgid);
+	out[UU_LAYOUT_TASK_GROUP_LEADER] = offsetof(struct task_struct, group_leader);
+	out[UU_LAYOUT_VMA_SIZE] = sizeof(struct vm_area_struct);
+	out[UU_LAYOUT_VMA_START] = offsetof(struct vm_area_struct, vm_start);
+	out[UU_LAYOUT_VMA_END] = offsetof(struct vm_area_struct, vm_end);
+	out[UU_LAYOUT_VMA_PGOFF] = offsetof(struct vm_area_struct, vm_pgoff);
+	out[UU_LAYOUT_VMA_FILE] = offsetof(struct vm_area_struct, vm_file);
+	out[UU_LAYOUT_VMA_MM] = offsetof(struct vm_area_struct, vm_mm);
+	out[UU_LAYOUT_VMA_FLAGS] = offsetof(struct vm_area_struct, vm_flags);
+	out[UU_LAYOUT_FILE_SIZE] = sizeof(struct file);
+	return 0;
 }
 
 u64 uu_now_ns(void)

@@ -11,7 +11,11 @@
  * filtered or soft-disabled file).
  *
  * The hook is registered while the user_unwind_cookie event is enabled in some instance
- * (its reg/unreg callbacks); the userstacktrace_delay option enables it in the top instance.
+ * (its reg/unreg callbacks) and the module's init has finished: the module's events exist
+ * from the MODULE_STATE_COMING notifier on, before init runs, and can be enabled there
+ * (set_event with ":mod:user_unwind", or a write to their enable file racing insmod). Such
+ * an early enable only notes that the hook is wanted; uu_hook_start(), at the end of init,
+ * arms it. The userstacktrace_delay option enables the events in the top instance.
  *
  * The callback runs in task context on the way back to user space and may fault and sleep;
  * it hands the stack to Rust (uu_rust_stack), which translates and records it.
@@ -35,10 +39,13 @@
 static struct unwind_work uu_work;
 static DEFINE_MUTEX(uu_hook_lock);
 static bool uu_export_registered;	/* under uu_hook_lock */
-static bool uu_dying;			/* under uu_hook_lock */
+static bool uu_hook_wanted;		/* under uu_hook_lock: the cookie event is enabled */
+static bool uu_hook_ready;		/* under uu_hook_lock: init done, exit not begun */
 
 /* One bit per interrupt context level (task, softirq, hardirq, NMI) the hook runs in. */
 static DEFINE_PER_CPU(unsigned int, uu_hook_busy);
+/* Cookie events that reached trace_event_buffer_commit() on this CPU, per context level. */
+static DEFINE_PER_CPU(unsigned long [4], uu_cookie_commits);
 
 static void uu_export_write(struct trace_export *export, const void *entry,
 			    unsigned int size)
@@ -50,9 +57,14 @@ static void uu_export_write(struct trace_export *export, const void *entry,
 	/* No user stack to take (seed patch 1), or one that is going away. */
 	if (current->flags & (PF_KTHREAD | PF_USER_WORKER | PF_EXITING))
 		return;
-	/* The module's own events never trigger requests. */
-	if (size < sizeof(*ent) || uu_is_own_event(ent->type))
+	if (size < sizeof(*ent))
 		return;
+	/* The module's own events never trigger requests. */
+	if (uu_is_own_event(ent->type)) {
+		if (uu_is_cookie_event(ent->type))
+			this_cpu_inc(uu_cookie_commits[interrupt_context_level()]);
+		return;
+	}
 	/*
 	 * The hook is installed just before the cookie event's first probe: no request
 	 * until its cookie can be recorded.
@@ -64,8 +76,23 @@ static void uu_export_write(struct trace_export *export, const void *entry,
 		return;
 
 	__this_cpu_or(uu_hook_busy, bit);
-	if (uu_sym.unwind_deferred_request(&uu_work, &cookie) >= 0)
+	if (uu_sym.unwind_deferred_request(&uu_work, &cookie) >= 0) {
+		int level = interrupt_context_level();
+		unsigned long commits = this_cpu_read(uu_cookie_commits[level]);
+
+		uu_stat_add(UU_STAT_REQUESTS, 1);
 		trace_user_unwind_cookie(cookie);
+		/*
+		 * No instance's buffer took the cookie: filtered, pid-ignored, tracing off,
+		 * a full buffer that does not overwrite, or the ring buffer's recursion guard
+		 * (this write nests in the triggering event's; if that one already used the
+		 * TRANSITION level, the nested reserve fails without a trace).
+		 */
+		if (this_cpu_read(uu_cookie_commits[level]) == commits)
+			uu_stat_add(UU_STAT_COOKIES_UNRECORDED, 1);
+	} else {
+		uu_stat_add(UU_STAT_REQUESTS_FAILED, 1);
+	}
 	__this_cpu_and(uu_hook_busy, ~bit);
 }
 
@@ -87,22 +114,37 @@ static void uu_unwind_callback(struct unwind_work *work,
 	uu_rust_stack(trace->entries, trace->nr, cookie);
 }
 
+/* Registers or unregisters the export as wanted and ready say. */
+static int uu_hook_update(void)
+{
+	bool on = uu_hook_wanted && uu_hook_ready;
+	int ret = 0;
+
+	lockdep_assert_held(&uu_hook_lock);
+	if (on && !uu_export_registered) {
+		ret = register_ftrace_export(&uu_export);
+		uu_export_registered = !ret;
+	} else if (!on && uu_export_registered) {
+		unregister_ftrace_export(&uu_export);
+		uu_export_registered = false;
+	}
+	return ret;
+}
+
 /**
  * uu_hook_enable - start requesting stacks; the cookie event's reg callback
+ *
+ * Before uu_hook_start() (the events enabled while the module is still loading) it only
+ * notes that requests are wanted.
  *
  * Context: task, event_mutex and tracepoints_mutex held.
  * Return: 0 or a negative errno from register_ftrace_export().
  */
 int uu_hook_enable(void)
 {
-	int ret = 0;
-
 	guard(mutex)(&uu_hook_lock);
-	if (!uu_export_registered && !uu_dying) {
-		ret = register_ftrace_export(&uu_export);
-		uu_export_registered = !ret;
-	}
-	return ret;
+	uu_hook_wanted = true;
+	return uu_hook_update();
 }
 
 /**
@@ -113,9 +155,19 @@ int uu_hook_enable(void)
 void uu_hook_disable(void)
 {
 	guard(mutex)(&uu_hook_lock);
-	if (uu_export_registered)
-		unregister_ftrace_export(&uu_export);
-	uu_export_registered = false;
+	uu_hook_wanted = false;
+	uu_hook_update();
+}
+
+/**
+ * uu_hook_requesting - whether stacks are being requested
+ *
+ * Context: task.
+ */
+bool uu_hook_requesting(void)
+{
+	guard(mutex)(&uu_hook_lock);
+	return uu_export_registered;
 }
 
 /**
@@ -130,6 +182,21 @@ int uu_hook_init(void)
 }
 
 /**
+ * uu_hook_start - allow requests: the last step of module init
+ *
+ * Arms the hook if the cookie event was enabled before (or during) init.
+ *
+ * Context: task, may sleep.
+ * Return: 0 or a negative errno from register_ftrace_export().
+ */
+int uu_hook_start(void)
+{
+	guard(mutex)(&uu_hook_lock);
+	uu_hook_ready = true;
+	return uu_hook_update();
+}
+
+/**
  * uu_hook_exit - stop the hook and the callbacks for good
  *
  * After it returns no hook call and no callback of this module runs: the export is gone
@@ -140,9 +207,11 @@ int uu_hook_init(void)
  */
 void uu_hook_exit(void)
 {
-	scoped_guard(mutex, &uu_hook_lock)
-		uu_dying = true;
-	uu_hook_disable();
+	scoped_guard(mutex, &uu_hook_lock) {
+		uu_hook_ready = false;
+		uu_hook_update();
+	}
 	synchronize_rcu();
 	uu_sym.unwind_deferred_cancel(&uu_work);
 }
+

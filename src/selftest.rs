@@ -68,7 +68,12 @@ mod tests {
 
     #[test]
     fn build_id_vectors() {
-        let mut buf = [0u8; 160];
+        let mut buf = [0u8; vectors::IMAGE_MAX];
+        let n = vectors::elf64_le_align8(&mut buf);
+        assert_eq!(
+            find_build_id(&mut &buf[..n]).map(|id| id.as_bytes() == vectors::ID),
+            Some(true)
+        );
         let n = vectors::elf64_le(&mut buf);
         let id = find_build_id(&mut &buf[..n]).map(|id| id.as_bytes().len());
         assert_eq!(id, Some(20));
@@ -82,20 +87,35 @@ mod tests {
         }
     }
 
-    /// The callback reads these `vm_area_struct` fields through the bindings.
+    /// Every struct field the module and its kernel-crate calls read sits where C has it
+    /// (also checked at load, which refuses bindings that disagree).
     #[test]
-    fn vma_fields_where_c_has_them() {
-        use core::mem::offset_of;
-        use kernel::bindings::vm_area_struct;
-        let mut c = [0usize; 4];
-        // SAFETY: `c` is valid for four writes.
-        unsafe { ffi::uu_vma_layout(c.as_mut_ptr()) };
-        let rust = [
-            offset_of!(vm_area_struct, __bindgen_anon_1.__bindgen_anon_1.vm_start),
-            offset_of!(vm_area_struct, __bindgen_anon_1.__bindgen_anon_1.vm_end),
-            offset_of!(vm_area_struct, vm_pgoff),
-            offset_of!(vm_area_struct, vm_file),
-        ];
-        assert_eq!(c, rust);
+    fn bindings_layout_is_c_layout() {
+        let bad = crate::layout::mismatches().map(|m| m.count());
+        assert_eq!(bad, Ok(0));
+    }
+
+    /// A callback without frames (here: a kernel thread, without an mm) still writes its
+    /// cookie's stack record, with `total` 0.
+    #[test]
+    fn an_empty_stack_writes_a_record() {
+        // SAFETY: Task context; the probe is removed before the test ends.
+        assert_eq!(unsafe { ffi::uu_test_watch_stacks(true) }, 0);
+        // SAFETY: No frames to read.
+        unsafe { crate::uu_rust_stack(core::ptr::null(), 0, 0x3_0000_0007) };
+        let mut last = [0u64; 4];
+        // SAFETY: `last` is valid for four writes.
+        unsafe { ffi::uu_test_last_stack(last.as_mut_ptr()) };
+        // SAFETY: Task context.
+        unsafe { ffi::uu_test_watch_stacks(false) };
+        assert_eq!(last, [0x3_0000_0007, 0, 0, 0]);
+    }
+
+    #[test]
+    fn fput_clones_are_recognised() {
+        use crate::logic::ksym::is_fput_symbol;
+        assert!(is_fput_symbol(b"__fput"));
+        assert!(is_fput_symbol(b"__fput.isra.0"));
+        assert!(!is_fput_symbol(b"__fput_sync"));
     }
 }

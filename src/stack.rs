@@ -11,15 +11,15 @@
 //! go through a 1 KiB on-stack chunk, and the files a chunk holds in 512 bytes more: the
 //! steady state allocates nothing (only a `file_cache` event needs a path buffer).
 //!
-//! The VMA fields are read through the Rust bindings; the KUnit suite checks their offsets
-//! against C's, because this kernel's bindings do get `task_struct` wrong (see
-//! `uu_current_mm()`).
+//! The VMA fields are read through the Rust bindings, which the module checks against C's
+//! layout at load (`src/layout.rs`).
 
 use crate::ffi;
-use crate::files::{HeldFiles, NAME_MAX};
+use crate::files::{HeldFiles, NAME_MAX, NEW_FILES_PER_STACK};
 use crate::logic::frames::{chunks, AddressSpace, Backing, Translator, Vma, CHUNK_FRAMES};
 use crate::logic::offset::Mapping;
-use crate::logic::siphash::SipKey;
+use crate::stats::{self, Stat};
+use crate::Keys;
 use kernel::ffi::c_ulong;
 use kernel::mm::virt::VmaRef;
 use kernel::mm::MmWithUser;
@@ -29,6 +29,9 @@ use kernel::page::PAGE_SHIFT;
 struct TaskSpace<'a> {
     mm: &'a MmWithUser,
     held: HeldFiles<'a>,
+    /// The page of the last address found in no VMA, for the whole stack: a chain of
+    /// frames outside every mapping takes `mmap_lock` once per page, not once per frame.
+    last_miss: &'a mut Option<u64>,
 }
 
 /// Copies what the translation needs out of `vma`, and holds its file or name.
@@ -64,46 +67,66 @@ fn copy_vma(vma: &VmaRef, held: &mut HeldFiles<'_>) -> Vma {
 
 impl AddressSpace for TaskSpace<'_> {
     fn lookup(&mut self, addr: u64) -> Option<Vma> {
+        let page = addr >> PAGE_SHIFT;
         let addr = usize::try_from(addr).ok()?;
         if let Some(vma) = self.mm.lock_vma_under_rcu(addr) {
             return Some(copy_vma(&vma, &mut self.held));
         }
+        if *self.last_miss == Some(page) {
+            return None;
+        }
         let mmap = self.mm.mmap_read_lock();
-        mmap.vma_lookup(addr)
-            .map(|vma| copy_vma(vma, &mut self.held))
+        let vma = mmap
+            .vma_lookup(addr)
+            .map(|vma| copy_vma(vma, &mut self.held));
+        if vma.is_none() {
+            *self.last_miss = Some(page);
+        }
+        vma
     }
 }
 
+/// Writes the record of a stack without frames (the unwinder found none, or the task has no
+/// user address space any more): the cookie still gets its stack, so that it cannot be
+/// mistaken for a lost event.
+fn record_empty(cookie: u64) {
+    // SAFETY: With `nr` 0 the tracepoint reads nothing from either (empty, non-null) array.
+    unsafe { ffi::uu_emit_stack(cookie, 0, 0, [0u64; 0].as_ptr(), [0u64; 0].as_ptr(), 0) };
+    stats::add(Stat::EmptyStacks, 1);
+}
+
 /// Records `ips`, the user stack of `current` for the unwind `cookie`, as one
-/// `user_unwind_stack` event per [`CHUNK_FRAMES`] frames.
+/// `user_unwind_stack` event per [`CHUNK_FRAMES`] frames, or one empty record.
 ///
 /// Context: task context of the unwound task, may sleep.
-pub(crate) fn record(ips: &[c_ulong], cookie: u64, key: &SipKey) {
-    // Not `kernel::current!().mm()`: see `uu_current_mm()` in src/glue.c.
-    // SAFETY: Reading `current->mm` in task context is always allowed.
-    let mm = unsafe { ffi::uu_current_mm() };
-    if mm.is_null() {
-        return;
+pub(crate) fn record(ips: &[c_ulong], cookie: u64, keys: &Keys) {
+    stats::add(Stat::Stacks, 1);
+    let current = kernel::current!();
+    let Some(mm) = current.mm() else {
+        return record_empty(cookie);
+    };
+    if ips.is_empty() {
+        return record_empty(cookie);
     }
-    // SAFETY: `current->mm` of a task in its own task context is valid, with `mm_users`
-    // held by the task, for as long as this callback runs (the task cannot exit under it).
-    let mm = unsafe { MmWithUser::from_raw(mm.cast()) };
     let ips = &ips[..ips.len().min(usize::from(u16::MAX))];
     let total = ips.len() as u16;
     let mut offs = [0u64; CHUNK_FRAMES];
     let mut files = [0u64; CHUNK_FRAMES];
+    let mut budget = NEW_FILES_PER_STACK;
+    let mut last_miss = None;
 
     for (start, len) in chunks(ips.len()) {
         // A fresh translator per chunk looks every file of the chunk up again, so each
         // chunk holds the files it reports.
         let mut space = TaskSpace {
             mm,
-            held: HeldFiles::new(key),
+            held: HeldFiles::new(keys),
+            last_miss: &mut last_miss,
         };
-        let mut translator = Translator::new(key, PAGE_SHIFT as u32);
+        let mut translator = Translator::new(&keys.file, PAGE_SHIFT as u32);
         let frames = ips[start..start + len].iter().map(|&ip| ip as u64);
         let n = translator.translate(&mut space, frames, &mut offs, &mut files);
-        let durable = space.held.report();
+        let report = space.held.report(&mut budget);
         // SAFETY: `offs` and `files` hold `n` initialized entries; the tracepoint copies them.
         unsafe {
             ffi::uu_emit_stack(
@@ -115,7 +138,7 @@ pub(crate) fn record(ips: &[c_ulong], cookie: u64, key: &SipKey) {
                 n as u32,
             )
         };
-        if !durable {
+        if report.needs_repeat() {
             space.held.repeat();
         }
     }

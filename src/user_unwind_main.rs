@@ -12,6 +12,8 @@
 //!   space; may fault and sleep. Takes the per-VMA lock, or `mmap_lock` for reading, one at a
 //!   time and never across a `file_cache` event (which reads the file).
 //! - [`files::uu_rust_file_freed`]: the `__fput` probe, task or workqueue context; lock-free.
+//! - [`files::uu_rust_files_reset`]: the `file_cache` reg callback and the ring-buffer
+//!   probes, any context but NMI; lock-free.
 //!
 //! # Lock order
 //!
@@ -23,9 +25,11 @@ use kernel::ffi::{c_int, c_ulong};
 use kernel::prelude::*;
 
 mod files;
+mod layout;
 pub mod logic;
 mod selftest;
 mod stack;
+mod stats;
 
 use logic::siphash::SipKey;
 
@@ -51,14 +55,18 @@ mod ffi {
         pub(crate) fn uu_symbols_init() -> c_int;
         pub(crate) fn uu_hook_init() -> c_int;
         pub(crate) fn uu_hook_exit();
+        pub(crate) fn uu_hook_start() -> c_int;
         pub(crate) fn uu_events_init();
         pub(crate) fn uu_option_init(enable: bool) -> c_int;
         pub(crate) fn uu_option_exit();
         pub(crate) fn uu_get_random_key(key: *mut u64);
-        pub(crate) fn uu_current_mm() -> *mut c_void;
         pub(crate) fn uu_tracing_on() -> bool;
         pub(crate) fn uu_now_ns() -> u64;
-        pub(crate) fn uu_vma_layout(out: *mut usize);
+        pub(crate) fn uu_layout(out: *mut usize, n: usize) -> c_int;
+        pub(crate) fn uu_stat_add(stat: u32, n: core::ffi::c_ulong);
+        pub(crate) fn uu_files_check() -> bool;
+        pub(crate) fn uu_test_watch_stacks(on: bool) -> c_int;
+        pub(crate) fn uu_test_last_stack(out: *mut u64);
         pub(crate) fn uu_emit_stack(
             cookie: u64,
             start: u16,
@@ -88,18 +96,27 @@ mod ffi {
     }
 }
 
-/// The secret key of the file cookies, drawn from the kernel's random source at load. It is
-/// not the `%p` key, and it is never written anywhere user space can read.
-static KEY: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+/// The secret keys of the cookies, drawn from the kernel's random source at load, each
+/// on its own. They are not the `%p` key, and never written anywhere user space can read.
+static KEYS: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
 
-fn key() -> SipKey {
-    SipKey([
-        KEY[0].load(Ordering::Relaxed),
-        KEY[1].load(Ordering::Relaxed),
-    ])
+/// The keys of the two kinds of cookies.
+pub(crate) struct Keys {
+    /// File cookies: SipHash of a `struct file` pointer value.
+    pub(crate) file: SipKey,
+    /// Name cookies: SipHash of the name of a mapping without a file.
+    pub(crate) name: SipKey,
 }
 
-fn to_result(ret: c_int) -> Result {
+fn keys() -> Keys {
+    let k = |i: usize| KEYS[i].load(Ordering::Relaxed);
+    Keys {
+        file: SipKey([k(0), k(1)]),
+        name: SipKey([k(2), k(3)]),
+    }
+}
+
+pub(crate) fn to_result(ret: c_int) -> Result {
     if ret < 0 {
         Err(Error::from_errno(ret))
     } else {
@@ -149,14 +166,18 @@ struct UserUnwind {
 
 impl kernel::Module for UserUnwind {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        layout::check()?;
         // SAFETY: Task context; fills the module's table of resolved symbols once.
         to_result(unsafe { ffi::uu_symbols_init() })?;
 
-        let mut key = [0u64; 2];
-        // SAFETY: `key` is valid for two `u64` writes.
-        unsafe { ffi::uu_get_random_key(key.as_mut_ptr()) };
-        KEY[0].store(key[0], Ordering::Relaxed);
-        KEY[1].store(key[1], Ordering::Relaxed);
+        for pair in KEYS.chunks(2) {
+            let mut key = [0u64; 2];
+            // SAFETY: `key` is valid for two `u64` writes.
+            unsafe { ffi::uu_get_random_key(key.as_mut_ptr()) };
+            for (word, value) in pair.iter().zip(key) {
+                word.store(value, Ordering::Relaxed);
+            }
+        }
 
         // SAFETY: The module's events are registered before its init runs.
         unsafe { ffi::uu_events_init() };
@@ -171,6 +192,11 @@ impl kernel::Module for UserUnwind {
             let option = Part::new(|| ffi::uu_option_init(enable), ffi::uu_option_exit)?;
             (files, hook, option)
         };
+        // Requests start only now, with everything they use set up, even if the events
+        // were enabled while the module was loading (set_event ":mod:user_unwind").
+        // SAFETY: Task context, after `uu_hook_init()`; on failure the parts above are
+        // dropped, `uu_hook_exit()` among them.
+        to_result(unsafe { ffi::uu_hook_start() })?;
         pr_info!("loaded\n");
         Ok(UserUnwind {
             _option: option,
@@ -209,5 +235,5 @@ pub unsafe extern "C" fn uu_rust_stack(ips: *const c_ulong, nr: u32, cookie: u64
         // SAFETY: The caller guarantees `ips` is valid for `nr` entries.
         unsafe { core::slice::from_raw_parts(ips, nr as usize) }
     };
-    stack::record(ips, cookie, &key());
+    stack::record(ips, cookie, &keys());
 }

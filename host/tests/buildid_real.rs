@@ -70,7 +70,7 @@ impl ReadAt for Failing<'_> {
 
 #[test]
 fn read_errors_are_no_build_id() {
-    let mut buf = [0u8; 160];
+    let mut buf = [0u8; vectors::IMAGE_MAX];
     let n = vectors::elf64_le(&mut buf);
     for budget in 0..4 {
         assert_eq!(find_build_id(&mut Failing(&buf[..n], budget)), None);
@@ -82,7 +82,7 @@ proptest! {
 
     #[test]
     fn fuzz_mutated_headers(at in 0usize..156, value in any::<u8>(), cut in 0usize..=156) {
-        let mut buf = [0u8; 160];
+        let mut buf = [0u8; vectors::IMAGE_MAX];
         let n = vectors::elf64_le(&mut buf);
         buf[at] = value;
         let _ = find_build_id(&mut &buf[..n.min(cut.max(1))]);
@@ -99,4 +99,57 @@ proptest! {
             prop_assert!(!id.as_bytes().is_empty());
         }
     }
+}
+
+/// The `p_align` of each `PT_NOTE` segment of `path`, in file order, as `readelf -l` says.
+fn note_aligns(path: &str) -> Vec<String> {
+    let out = Command::new("readelf")
+        .args(["-lW", path])
+        .output()
+        .expect("readelf runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.trim_start().starts_with("NOTE "))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_string))
+        .collect()
+}
+
+/// One program linked by GNU ld, gold and ld.lld, with CET properties (GNU ld and gold put
+/// `.note.gnu.property` in an 8-aligned `PT_NOTE` of its own before the build-id's): the
+/// parser must walk past the 8-aligned notes and agree with `readelf -n` on each.
+#[test]
+fn every_linker_matches_readelf() {
+    let dir = std::env::temp_dir().join(format!("uu-linkers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("t.c");
+    std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+    let linkers: [(&str, &str, &[&str]); 3] = [
+        ("bfd", "gcc", &["-fcf-protection=full", "-fuse-ld=bfd"]),
+        ("gold", "gcc", &["-fcf-protection=full", "-fuse-ld=gold"]),
+        ("lld", "clang-19", &["-fcf-protection=full", "-fuse-ld=lld"]),
+    ];
+    let mut eight_aligned = 0;
+    for (name, cc, flags) in linkers {
+        let out = dir.join(format!("t.{name}"));
+        let status = Command::new(cc)
+            .args(flags)
+            .arg("-Wl,--build-id=sha1")
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .status()
+            .unwrap_or_else(|e| panic!("{cc} for {name}: {e}"));
+        assert!(status.success(), "linking with {name} failed");
+        let path = out.to_str().unwrap();
+        let want = readelf_build_id(path);
+        assert!(want.is_some(), "{name}: readelf finds no build-id");
+        assert_eq!(ours(path), want, "{name}");
+        let aligns = note_aligns(path);
+        eight_aligned += usize::from(aligns.first().map(String::as_str) == Some("0x8"));
+    }
+    assert!(
+        eight_aligned >= 2,
+        "GNU ld and gold should lead with an 8-aligned PT_NOTE"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

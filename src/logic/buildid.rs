@@ -180,6 +180,12 @@ pub fn find_build_id(file: &mut impl ReadAt) -> Option<BuildId> {
 }
 
 /// Walks the notes of one segment for `GNU` / `NT_GNU_BUILD_ID`.
+///
+/// The layout is binutils' (`ELF_NOTE_DESC_OFFSET`, `ELF_NOTE_NEXT_OFFSET` in
+/// include/elf/external.h) and the gABI's: the descriptor starts at
+/// `align_up(12 + namesz, align)` from the note, the next note at
+/// `align_up(desc + descsz, align)`. Padding `namesz` alone to an 8-byte alignment puts the
+/// descriptor 4 bytes late for "GNU".
 fn scan_notes(l: Layout, notes: &[u8], align: usize) -> Option<BuildId> {
     let pad = |n: usize| n.checked_add(align - 1).map(|v| v & !(align - 1));
     let mut at = 0usize;
@@ -188,8 +194,8 @@ fn scan_notes(l: Layout, notes: &[u8], align: usize) -> Option<BuildId> {
         let descsz = usize::try_from(l.u32(notes, at + 4)?).ok()?;
         let kind = l.u32(notes, at + 8)?;
         let name_at = at + 12;
-        let desc_at = name_at.checked_add(pad(namesz)?)?;
-        let next = desc_at.checked_add(pad(descsz)?)?;
+        let desc_at = pad(name_at.checked_add(namesz)?)?;
+        let next = pad(desc_at.checked_add(descsz)?)?;
         let name = notes.get(name_at..name_at.checked_add(namesz)?)?;
         let desc = notes.get(desc_at..desc_at.checked_add(descsz)?)?;
         if kind == NT_GNU_BUILD_ID && name == b"GNU\0" && !desc.is_empty() {
@@ -213,6 +219,9 @@ fn scan_notes(l: Layout, notes: &[u8], align: usize) -> Option<BuildId> {
 
 /// Golden vectors shared by the host tests and KUnit: small hand-made ELF images.
 pub mod vectors {
+    /// Room for every image below.
+    pub const IMAGE_MAX: usize = 208;
+
     /// Writes the low `width` bytes of `value` at `at`, big- or little-endian.
     fn put(buf: &mut [u8], at: usize, width: usize, value: u64, big: bool) {
         let bytes = if big {
@@ -228,10 +237,30 @@ pub mod vectors {
         buf[at..at + width].copy_from_slice(src);
     }
 
-    /// A minimal ELF image, ELF64 or ELF32, little- or big-endian, whose one `PT_NOTE`
-    /// holds the 20-byte build-id `00 01 .. 13`; returns its length.
-    fn image(buf: &mut [u8; 160], is64: bool, big: bool) -> usize {
-        *buf = [0; 160];
+    /// The shape of one test image.
+    #[derive(Clone, Copy)]
+    pub struct Shape {
+        /// ELF64, or ELF32.
+        pub is64: bool,
+        /// Big-endian, or little-endian.
+        pub big: bool,
+        /// `p_align` of the `PT_NOTE` segment, which lays its notes out (4 or 8).
+        pub align: u64,
+        /// A 16-byte-descriptor `NT_GNU_PROPERTY_TYPE_0` note before the build-id note,
+        /// as a `.note.gnu.property` section gives.
+        pub property_first: bool,
+    }
+
+    /// A minimal ELF image whose one `PT_NOTE` holds the 20-byte build-id `a0 a1 .. b3`
+    /// (after a property note if `shape` says so); returns its length.
+    pub fn image(buf: &mut [u8; IMAGE_MAX], shape: Shape) -> usize {
+        let Shape {
+            is64,
+            big,
+            align,
+            property_first,
+        } = shape;
+        *buf = [0; IMAGE_MAX];
         buf[..4].copy_from_slice(b"\x7fELF");
         buf[4] = if is64 { 2 } else { 1 };
         buf[5] = if big { 2 } else { 1 };
@@ -243,33 +272,84 @@ pub mod vectors {
             (28, 42, 44, 52, 32, 4)
         };
         let (offset_at, filesz_at, align_at) = if is64 { (8, 32, 48) } else { (4, 16, 28) };
-        let note = ph + phentsize;
+        let pad = |n: usize| (n + align as usize - 1) & !(align as usize - 1);
+        let notes = pad(ph + phentsize);
+        let mut note = notes;
         put(buf, phoff_at, word, ph as u64, big);
         put(buf, phentsize_at, 2, phentsize as u64, big);
         put(buf, phnum_at, 2, 1, big);
         put(buf, ph, 4, 4, big); // PT_NOTE
-        put(buf, ph + offset_at, word, note as u64, big);
-        put(buf, ph + filesz_at, word, 36, big);
-        put(buf, ph + align_at, word, 4, big);
+        put(buf, ph + offset_at, word, notes as u64, big);
+        put(buf, ph + align_at, word, align, big);
+        if property_first {
+            put(buf, note, 4, 4, big); // namesz
+            put(buf, note + 4, 4, 16, big); // descsz
+            put(buf, note + 8, 4, 5, big); // NT_GNU_PROPERTY_TYPE_0
+            buf[note + 12..note + 16].copy_from_slice(b"GNU\0");
+            put(buf, pad(note + 16), 4, 0xc000_0002, big); // GNU_PROPERTY_X86_FEATURE_1_AND
+            put(buf, pad(note + 16) + 4, 4, 4, big);
+            put(buf, pad(note + 16) + 8, 4, 3, big); // IBT | SHSTK
+            note = pad(pad(note + 16) + 16);
+        }
         put(buf, note, 4, 4, big); // namesz
         put(buf, note + 4, 4, 20, big); // descsz
         put(buf, note + 8, 4, 3, big); // NT_GNU_BUILD_ID
         buf[note + 12..note + 16].copy_from_slice(b"GNU\0");
-        for (i, b) in buf[note + 16..note + 36].iter_mut().enumerate() {
-            *b = i as u8;
+        let desc = pad(note + 16);
+        for (i, b) in buf[desc..desc + 20].iter_mut().enumerate() {
+            *b = 0xa0 + i as u8;
         }
-        note + 36
+        let end = pad(desc + 20);
+        put(buf, ph + filesz_at, word, (end - notes) as u64, big);
+        end
     }
 
-    /// The little-endian ELF64 image (156 bytes, note at 120); returns its length.
-    pub fn elf64_le(buf: &mut [u8; 160]) -> usize {
-        image(buf, true, false)
+    /// The little-endian ELF64 image with 4-byte aligned notes; returns its length.
+    pub fn elf64_le(buf: &mut [u8; IMAGE_MAX]) -> usize {
+        image(
+            buf,
+            Shape {
+                is64: true,
+                big: false,
+                align: 4,
+                property_first: false,
+            },
+        )
     }
 
-    /// The big-endian ELF32 image (120 bytes, note at 84); returns its length.
-    pub fn elf32_be(buf: &mut [u8; 160]) -> usize {
-        image(buf, false, true)
+    /// The big-endian ELF32 image with 4-byte aligned notes; returns its length.
+    pub fn elf32_be(buf: &mut [u8; IMAGE_MAX]) -> usize {
+        image(
+            buf,
+            Shape {
+                is64: false,
+                big: true,
+                align: 4,
+                property_first: false,
+            },
+        )
     }
+
+    /// The little-endian ELF64 image with a property note, then the build-id note, in an
+    /// 8-byte aligned `PT_NOTE` (as GNU ld lays out `-z separate-code` x86-64 binaries with
+    /// CET properties); returns its length.
+    pub fn elf64_le_align8(buf: &mut [u8; IMAGE_MAX]) -> usize {
+        image(
+            buf,
+            Shape {
+                is64: true,
+                big: false,
+                align: 8,
+                property_first: true,
+            },
+        )
+    }
+
+    /// The build-id every image carries.
+    pub const ID: [u8; 20] = [
+        0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae,
+        0xaf, 0xb0, 0xb1, 0xb2, 0xb3,
+    ];
 }
 
 #[cfg(test)]
@@ -277,17 +357,13 @@ mod tests {
     use super::vectors::*;
     use super::*;
 
-    const ID: [u8; 20] = [
-        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
-    ];
-
     fn parse(bytes: &[u8]) -> Option<BuildId> {
         find_build_id(&mut &bytes[..])
     }
 
     #[test]
     fn both_classes_and_byte_orders() {
-        let mut buf = [0u8; 160];
+        let mut buf = [0u8; IMAGE_MAX];
         let n = elf64_le(&mut buf);
         assert_eq!(
             parse(&buf[..n]).map(|id| id.as_bytes().to_vec()),
@@ -301,8 +377,46 @@ mod tests {
     }
 
     #[test]
+    fn every_shape_gives_the_build_id() {
+        let mut buf = [0u8; IMAGE_MAX];
+        for is64 in [false, true] {
+            for big in [false, true] {
+                for align in [4, 8] {
+                    for property_first in [false, true] {
+                        let shape = Shape {
+                            is64,
+                            big,
+                            align,
+                            property_first,
+                        };
+                        let n = image(&mut buf, shape);
+                        assert_eq!(
+                            parse(&buf[..n]).map(|id| id.as_bytes().to_vec()),
+                            Some(ID.to_vec()),
+                            "is64 {is64} big {big} align {align} property {property_first}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn eight_aligned_notes_after_a_property_note() {
+        let mut buf = [0u8; IMAGE_MAX];
+        let n = elf64_le_align8(&mut buf);
+        assert_eq!(
+            parse(&buf[..n]).map(|id| id.as_bytes().to_vec()),
+            Some(ID.to_vec())
+        );
+        for len in 0..n {
+            assert_eq!(parse(&buf[..len]), None, "truncated to {len}");
+        }
+    }
+
+    #[test]
     fn every_truncation_is_no_build_id() {
-        let mut buf = [0u8; 160];
+        let mut buf = [0u8; IMAGE_MAX];
         let n = elf64_le(&mut buf);
         for len in 0..n {
             assert_eq!(parse(&buf[..len]), None, "truncated to {len}");
@@ -311,7 +425,7 @@ mod tests {
 
     #[test]
     fn hostile_sizes_are_no_build_id() {
-        let mut buf = [0u8; 160];
+        let mut buf = [0u8; IMAGE_MAX];
         let n = elf64_le(&mut buf);
         let cases: &[(usize, &[u8])] = &[
             (124, &u32::MAX.to_le_bytes()),     // descsz
@@ -349,7 +463,7 @@ mod tests {
                 (&self.0[..]).read_at(offset, buf)
             }
         }
-        let mut buf = [0u8; 160];
+        let mut buf = [0u8; IMAGE_MAX];
         elf64_le(&mut buf);
         buf[56..58].copy_from_slice(&u16::MAX.to_le_bytes());
         let mut file = Counting(&buf, 0);

@@ -64,13 +64,12 @@ fn unreserved(hash: u64) -> u64 {
     }
 }
 
-/// The cookie of a named mapping without a file: SipHash-2-4 of the name, under a key
-/// derived from the module's, so it never equals a file cookie by construction of the input
-/// domain. A name is its own identity: the cookie means the same thing for as long as the
-/// key lives, so it needs no lifetime tracking.
+/// The cookie of a named mapping without a file: SipHash-2-4 of the name, under `key`, the
+/// module's name key, drawn independently of the file key. A name is its own identity: the
+/// cookie means the same thing for as long as the key lives, so it needs no lifetime
+/// tracking.
 pub fn name_cookie(name: &[u8], key: &SipKey) -> u64 {
-    const NAME_DOMAIN: u64 = 0x6e61_6d65_645f_766d; // "named_vm"
-    unreserved(siphash(name, &SipKey([key.0[0] ^ NAME_DOMAIN, key.0[1]])))
+    unreserved(siphash(name, key))
 }
 
 /// Translates the frames of one stack, remembering the last VMA and its cookie across calls.
@@ -230,9 +229,11 @@ mod tests {
         assert_eq!(vdso, name_cookie(b"[vdso]", &TEST_KEY));
         assert_ne!(vdso, name_cookie(b"[anon:jit]", &TEST_KEY));
         assert!(vdso > COOKIE_NO_FILE);
-        // The same eight bytes as a name and as a file pointer value hash differently.
+        // Under the module's two independent keys, the same eight bytes as a name and as
+        // a file pointer value hash differently.
         let bytes = EXE.to_le_bytes();
-        assert_ne!(name_cookie(&bytes, &TEST_KEY), file_cookie(EXE, &TEST_KEY));
+        let name_key = SipKey([TEST_KEY.0[1], TEST_KEY.0[0]]);
+        assert_ne!(name_cookie(&bytes, &name_key), file_cookie(EXE, &TEST_KEY));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod buildid;
 pub mod frames;
+pub mod ksym;
 pub mod offset;
 pub mod option;
 pub mod seen;

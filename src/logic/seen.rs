@@ -2,38 +2,44 @@
 
 //! The first-sight cache: which file cookies already have a `file_cache` event in the trace.
 //!
-//! A direct-mapped table of [`SLOTS`] slots (48 KiB), indexed by the `struct file` pointer
-//! value. A slot holds the pointer whose `file_cache` event was written, and how often it
-//! was seen since. Nothing is allocated, nothing is locked: a slot is a pair of atomics, and
-//! every race between two writers costs at worst one extra `file_cache` event, never a
-//! missing one.
+//! A direct-mapped table of [`SLOTS`] slots (64 KiB), indexed by the `struct file` pointer
+//! value (or a name's cookie). A slot holds the key whose `file_cache` event was written and
+//! when that event was last written. Nothing is allocated, nothing is locked: a slot is a
+//! pair of atomics, and every race between two writers costs at worst one extra `file_cache`
+//! event, never a missing one. In steady state a sighting only reads: the slots of the
+//! files every stack uses (libc's, the executable's) stay shared in every CPU's cache.
 //!
 //! Identity is the lifetime of the `struct file`, not the pointer value: the module calls
 //! [`FirstSight::forget`] when a file is freed (a probe on `__fput`), before its memory can be
 //! reused for another file. The callback holds a reference on every file it reports, so a
 //! file cannot be freed between its sighting and the events that use it. A pointer found in
 //! its slot is therefore the same open file whose `file_cache` is in the trace.
+//!
+//! Readers come and go: [`FirstSight::clear`] starts a new *generation*. A writer captures the
+//! generation before it writes a `file_cache` ([`FirstSight::generation`]) and hands it to
+//! [`FirstSight::record`], which keeps the entry only if no clear happened since: a
+//! `file_cache` that a reader's buffer reset may have cut is never remembered as written.
 
 #![forbid(unsafe_code)]
 
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 /// log2 of the number of slots.
 pub const SLOT_BITS: u32 = 12;
 /// Number of slots; the cache never holds more files than this.
 pub const SLOTS: usize = 1 << SLOT_BITS;
-/// A reminder `file_cache` is written at every this-many-th sighting of a file, so that a
-/// reader who starts late finds one within this many stacks that use the cookie. A power of
-/// two.
-pub const REMIND_EVERY: u32 = 1024;
-const _: () = assert!(REMIND_EVERY.is_power_of_two());
+/// A reminder `file_cache` is written when a file is seen this long (in the caller's clock,
+/// nanoseconds) after its last one, so that a reader who starts late finds one within about
+/// this long of trace for every file still in use.
+pub const REMIND_NS: u64 = 1_000_000_000;
 
 /// What to do about one sighting of a file in a stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sighting {
     /// Not in the cache: write a `file_cache` event, then [`FirstSight::record`] it.
     New,
-    /// In the cache, but due for a reminder: write a `file_cache` event again.
+    /// In the cache, and this caller won the reminder that was due: write a `file_cache`
+    /// event again.
     Reminder,
     /// In the cache: nothing to do.
     Known,
@@ -42,7 +48,9 @@ pub enum Sighting {
 /// The first-sight cache.
 pub struct FirstSight {
     files: [AtomicU64; SLOTS],
-    seen: [AtomicU32; SLOTS],
+    /// When the slot's `file_cache` was last written.
+    written: [AtomicU64; SLOTS],
+    generation: AtomicU64,
 }
 
 impl Default for FirstSight {
@@ -56,7 +64,8 @@ impl FirstSight {
     pub const fn new() -> Self {
         FirstSight {
             files: [const { AtomicU64::new(0) }; SLOTS],
-            seen: [const { AtomicU32::new(0) }; SLOTS],
+            written: [const { AtomicU64::new(0) }; SLOTS],
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -65,40 +74,64 @@ impl FirstSight {
         ((file >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOT_BITS)) as usize
     }
 
-    /// Classifies a sighting of `file` (a non-zero `struct file` pointer value).
-    pub fn sighting(&self, file: u64) -> Sighting {
+    /// The current generation, to capture before writing a `file_cache` event.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Classifies a sighting of `file` (a non-zero `struct file` pointer value) at time
+    /// `now`. Of the callers that find a reminder due, one gets [`Sighting::Reminder`].
+    pub fn sighting(&self, file: u64, now: u64) -> Sighting {
         let slot = Self::slot(file);
         if self.files[slot].load(Ordering::Acquire) != file {
             return Sighting::New;
         }
-        let n = self.seen[slot]
-            .fetch_add(1, Ordering::Relaxed)
-            .wrapping_add(1);
-        if n & (REMIND_EVERY - 1) == 0 {
-            Sighting::Reminder
-        } else {
-            Sighting::Known
+        let last = self.written[slot].load(Ordering::Relaxed);
+        if now.wrapping_sub(last) < REMIND_NS {
+            return Sighting::Known;
+        }
+        match self.written[slot].compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => Sighting::Reminder,
+            Err(_) => Sighting::Known,
         }
     }
 
-    /// Records that the `file_cache` event of `file` is in the trace. Call it after the
-    /// event is written, so that whoever then finds `file` here writes its stack after it.
-    pub fn record(&self, file: u64) {
+    /// Records that the `file_cache` event of `file` was written at `now`, by a writer that
+    /// captured `generation` before writing it. Call it after the event is written, so that
+    /// whoever then finds `file` here writes its stack after it. Returns whether the entry
+    /// was kept: not when the cache was cleared since `generation` was captured.
+    pub fn record(&self, file: u64, now: u64, generation: u64) -> bool {
         let slot = Self::slot(file);
-        self.seen[slot].store(0, Ordering::Relaxed);
-        self.files[slot].store(file, Ordering::Release);
+        if self.generation() != generation {
+            return false;
+        }
+        self.written[slot].store(now, Ordering::Relaxed);
+        self.files[slot].store(file, Ordering::SeqCst);
+        // A clear that began before the store above may have wiped its slot already; if the
+        // generation moved, take the entry back. (`clear` bumps the generation before it
+        // wipes, so either it wipes this entry or this load sees the bump.)
+        if self.generation() != generation {
+            let _ = self.files[slot].compare_exchange(file, 0, Ordering::SeqCst, Ordering::Relaxed);
+            return false;
+        }
+        true
     }
 
     /// Forgets `file`: it is being freed and its address may be reused by another file.
+    /// One load for a file that is not in the cache, which is nearly every file.
     pub fn forget(&self, file: u64) {
         let slot = Self::slot(file);
-        let _ = self.files[slot].compare_exchange(file, 0, Ordering::AcqRel, Ordering::Relaxed);
+        if self.files[slot].load(Ordering::Relaxed) == file {
+            let _ = self.files[slot].compare_exchange(file, 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
     }
 
-    /// Forgets every file, so that every cookie gets a new `file_cache` event.
+    /// Forgets every file and starts a new generation, so that every cookie gets a new
+    /// `file_cache` event and no `file_cache` written before is recorded.
     pub fn clear(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
         for f in &self.files {
-            f.store(0, Ordering::Release);
+            f.store(0, Ordering::SeqCst);
         }
     }
 }
@@ -111,23 +144,24 @@ mod tests {
 
     const P: u64 = 0xffff_8881_0123_4500;
     const Q: u64 = 0xffff_8881_0765_4300;
+    const T0: u64 = 5 * REMIND_NS;
 
     #[test]
     fn first_sight_then_known() {
         let c = Box::new(FirstSight::new());
-        assert_eq!(c.sighting(P), Sighting::New);
-        c.record(P);
-        assert_eq!(c.sighting(P), Sighting::Known);
-        assert_eq!(c.sighting(Q), Sighting::New);
+        assert_eq!(c.sighting(P, T0), Sighting::New);
+        assert!(c.record(P, T0, c.generation()));
+        assert_eq!(c.sighting(P, T0 + 1), Sighting::Known);
+        assert_eq!(c.sighting(Q, T0 + 1), Sighting::New);
     }
 
     #[test]
     fn a_freed_file_is_new_again_at_the_same_address() {
         let c = Box::new(FirstSight::new());
-        c.record(P);
+        c.record(P, T0, c.generation());
         c.forget(P);
         assert_eq!(
-            c.sighting(P),
+            c.sighting(P, T0),
             Sighting::New,
             "reused address must get a new file_cache"
         );
@@ -136,19 +170,41 @@ mod tests {
     #[test]
     fn forgetting_another_file_keeps_the_slot() {
         let c = Box::new(FirstSight::new());
-        c.record(P);
+        c.record(P, T0, c.generation());
         c.forget(Q);
-        assert_eq!(c.sighting(P), Sighting::Known);
+        assert_eq!(c.sighting(P, T0), Sighting::Known);
     }
 
     #[test]
-    fn reminder_every_n_sightings() {
+    fn one_reminder_per_interval() {
         let c = Box::new(FirstSight::new());
-        c.record(P);
-        let reminders = (0..3 * REMIND_EVERY)
-            .filter(|_| c.sighting(P) == Sighting::Reminder)
-            .count();
+        c.record(P, T0, c.generation());
+        let mut reminders = 0;
+        // A sighting every millisecond for three and a half intervals.
+        for ms in 0..3500 {
+            if c.sighting(P, T0 + ms * 1_000_000) == Sighting::Reminder {
+                reminders += 1;
+            }
+        }
         assert_eq!(reminders, 3);
+    }
+
+    #[test]
+    fn a_clear_during_the_write_is_not_recorded() {
+        let c = Box::new(FirstSight::new());
+        // The writer captures the generation, writes file_cache; a reader clears meanwhile.
+        let generation = c.generation();
+        assert_eq!(c.sighting(P, T0), Sighting::New);
+        c.clear();
+        assert!(!c.record(P, T0, generation));
+        assert_eq!(
+            c.sighting(P, T0),
+            Sighting::New,
+            "the cut file_cache must be rewritten"
+        );
+        // The next writer, in the new generation, is recorded.
+        assert!(c.record(P, T0, c.generation()));
+        assert_eq!(c.sighting(P, T0), Sighting::Known);
     }
 
     #[test]
@@ -160,11 +216,39 @@ mod tests {
             .map(|i| P + (i << 4))
             .find(|&f| FirstSight::slot(f) == slot)
             .unwrap();
-        c.record(P);
-        c.record(other);
-        assert_eq!(c.sighting(P), Sighting::New);
-        assert_eq!(c.sighting(other), Sighting::Known);
+        c.record(P, T0, c.generation());
+        c.record(other, T0, c.generation());
+        assert_eq!(c.sighting(P, T0), Sighting::New);
+        assert_eq!(c.sighting(other, T0), Sighting::Known);
         c.clear();
-        assert_eq!(c.sighting(other), Sighting::New);
+        assert_eq!(c.sighting(other, T0), Sighting::New);
+    }
+
+    #[test]
+    fn clear_racing_record_never_leaves_a_stale_entry() {
+        use std::sync::Arc;
+        use std::thread;
+        // Many writers record under the generation they captured; a reader clears. After
+        // each round, an entry in the cache must have been recorded in the current
+        // generation, never in one a clear ended.
+        let c = Arc::new(FirstSight::new());
+        for round in 0..200u64 {
+            let generation = c.generation();
+            let writers: std::vec::Vec<_> = (0..4u64)
+                .map(|t| {
+                    let c = Arc::clone(&c);
+                    thread::spawn(move || {
+                        let file = P + ((round * 4 + t) << 4);
+                        c.record(file, T0, generation);
+                        file
+                    })
+                })
+                .collect();
+            c.clear();
+            for w in writers {
+                let file = w.join().unwrap();
+                assert_eq!(c.sighting(file, T0), Sighting::New, "round {round}");
+            }
+        }
     }
 }

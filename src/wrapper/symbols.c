@@ -5,7 +5,8 @@
  * As lttng-modules does (src/wrapper/kallsyms.c): a kprobe on kallsyms_lookup_name gives
  * that function's address; it then looks up the others. On a kernel that exports the
  * unwind API, build with UU_DIRECT_UNWIND_API and those calls link directly;
- * tracefs_remove() is still looked up (no kernel exports it).
+ * tracefs_remove(), kallsyms_on_each_symbol() and the kprobes_all_disarmed flag are still
+ * looked up (no kernel exports them; the flag needs CONFIG_KALLSYMS_ALL).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -35,6 +36,8 @@ static const struct {
 	UU_WANT(unwind_deferred_cancel),
 #endif
 	UU_WANT(tracefs_remove),
+	UU_WANT(kallsyms_on_each_symbol),
+	UU_WANT(kprobes_all_disarmed),
 };
 
 static int uu_kprobe_pre(struct kprobe *p, struct pt_regs *regs)

@@ -14,6 +14,11 @@ struct uu_symbols {
 	void (*unwind_deferred_cancel)(struct unwind_work *work);
 	/* Drops the tracefs pin tracefs_create_file() took; simple_recursive_removal() does not. */
 	void (*tracefs_remove)(struct dentry *dentry);
+	/* Finds the compiler clones of __fput (kernel/kallsyms.c). */
+	int (*kallsyms_on_each_symbol)(int (*fn)(void *data, const char *name,
+						 unsigned long addr), void *data);
+	/* Set while debug/kprobes/enabled is 0 (kernel/kprobes.c); a data symbol. */
+	const bool *kprobes_all_disarmed;
 };
 
 /* Written once by uu_symbols_init() before anything else runs; read-only after. */

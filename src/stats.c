@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The module's counters: per CPU, so that counting on the event path and in the callback
+ * writes no shared cache line. Read as /sys/kernel/tracing/user_unwind_stats, one
+ * "name: value" line each, like the ring buffer's per_cpu/cpuN/stats.
+ *
+ * Context: uu_stat_add() in any context, NMI included (this_cpu_add() is one instruction
+ * on x86 and interrupt-safe everywhere).
+ */
+#include <linux/fs.h>
+#include <linux/module.h>
+#include <linux/percpu.h>
+#include <linux/seq_file.h>
+#include <user_unwind.h>
+
+static DEFINE_PER_CPU(unsigned long [UU_STAT_NR], uu_stats);
+
+static const char *const uu_stat_names[UU_STAT_NR] = {
+	[UU_STAT_REQUESTS] = "requests",
+	[UU_STAT_REQUESTS_FAILED] = "requests_failed",
+	[UU_STAT_COOKIES_UNRECORDED] = "cookies_unrecorded",
+	[UU_STAT_STACKS] = "stacks",
+	[UU_STAT_EMPTY_STACKS] = "empty_stacks",
+	[UU_STAT_FILE_CACHE] = "file_cache",
+	[UU_STAT_FILE_CACHE_DEFERRED] = "file_cache_deferred",
+	[UU_STAT_BUILD_ID_UNCACHED] = "build_id_uncached",
+	[UU_STAT_CACHE_RESETS] = "cache_resets",
+	[UU_STAT_PROBE_MISSES] = "fput_probe_misses",
+};
+
+void uu_stat_add(enum uu_stat stat, unsigned long n)
+{
+	if (WARN_ON_ONCE(stat >= UU_STAT_NR))
+		return;
+	this_cpu_add(uu_stats[stat], n);
+}
+
+static int uu_stats_show(struct seq_file *m, void *v)
+{
+	int stat, cpu;
+
+	for (stat = 0; stat < UU_STAT_NR; stat++) {
+		unsigned long sum = 0;
+
+		for_each_possible_cpu(cpu)
+			sum += READ_ONCE(per_cpu_ptr(&uu_stats, cpu)[0][stat]);
+		seq_printf(m, "%s: %lu\n", uu_stat_names[stat], sum);
+	}
+	return 0;
+}
+static int uu_stats_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, uu_stats_show, inode->i_private);
+}
+
+const struct file_operations uu_stats_fops = {
+	.owner = THIS_MODULE,
+	.open = uu_stats_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+};

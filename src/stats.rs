@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The module's counters, kept per CPU in C (`src/stats.c`) and read in
+//! `/sys/kernel/tracing/user_unwind_stats`.
+
+use crate::ffi;
+
+/// A counter: the values of `enum uu_stat` in `include/user_unwind.h`.
+#[derive(Clone, Copy)]
+#[repr(u32)]
+pub(crate) enum Stat {
+    Stacks = 3,
+    EmptyStacks = 4,
+    FileCache = 5,
+    FileCacheDeferred = 6,
+    BuildIdUncached = 7,
+    CacheResets = 8,
+}
+
+/// Adds `n` to `stat`.
+///
+/// Context: any.
+pub(crate) fn add(stat: Stat, n: u64) {
+    // SAFETY: A plain C function without preconditions; `stat` is a valid `enum uu_stat`
+    // (the KUnit suite compares the values with C's).
+    unsafe { ffi::uu_stat_add(stat as u32, n as core::ffi::c_ulong) };
+}
