@@ -31,8 +31,6 @@ void uu_emit_stack(u64 cookie, u16 start, u16 total, const u64 *offs,
 void uu_emit_file_cache(u64 cookie, const char *path, const u8 *build_id,
 			u32 build_id_len);
 int uu_file_cache_reg(void);		/* file_cache's reg callback */
-int uu_test_watch_stacks(bool on);	/* KUnit only: watch user_unwind_stack */
-void uu_test_last_stack(u64 out[4]);	/* KUnit only: cookie, start, total, nr */
 void uu_file_cache_unreg(void);
 
 /* src/files.c: what file_cache reports, and the end of a file's life. */
@@ -68,6 +66,7 @@ enum uu_stat {
 };
 
 void uu_stat_add(enum uu_stat stat, unsigned long n);	/* any context */
+u64 uu_stat_read(enum uu_stat stat);			/* any context */
 extern const struct file_operations uu_stats_fops;
 
 /* src/glue.c: small wrappers for Rust. */

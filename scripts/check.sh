@@ -46,6 +46,7 @@ if ! grep -q '^test result' "$LOGS/cargo-test.log"; then
 	ko=$((ko + 1))
 fi
 stage cargo-test "$ok" "$ko"
+one bindgen bindgen.log scripts/check-bindgen.sh
 one cargo-fmt cargo-fmt.log bash -c 'cd host && cargo fmt --check'
 one clippy clippy.log bash -c 'cd host && cargo clippy --quiet --all-targets -- -D warnings'
 

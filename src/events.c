@@ -72,7 +72,9 @@ static enum print_line_t uu_stack_output(struct trace_iterator *iter,
 	nr = min(nr, nr_files);
 
 	trace_seq_printf(s, "user_unwind_stack: cookie=%llx", field->cookie);
-	if (field->start || nr != field->total)
+	if (!field->total)
+		trace_seq_puts(s, " (no frames)");
+	else if (field->start || nr != field->total)
 		trace_seq_printf(s, " frames %u-%u of %u", field->start,
 				 field->start + nr, field->total);
 	trace_seq_putc(s, '\n');
@@ -99,31 +101,3 @@ void uu_events_init(void)
 	WRITE_ONCE(event_user_unwind_stack.event.funcs, &uu_stack_funcs);
 }
 
-#if IS_ENABLED(CONFIG_KUNIT)
-/* For the KUnit suite: the last user_unwind_stack written, as cookie, start, total, nr. */
-static u64 uu_test_stack[4];
-
-static void uu_test_stack_probe(void *data, u64 cookie, u16 start, u16 total,
-				const u64 *offs, const u64 *files, u32 nr)
-{
-	uu_test_stack[0] = cookie;
-	uu_test_stack[1] = start;
-	uu_test_stack[2] = total;
-	uu_test_stack[3] = nr;
-}
-
-int uu_test_watch_stacks(bool on)
-{
-	memset(uu_test_stack, 0, sizeof(uu_test_stack));
-	if (on)
-		return register_trace_user_unwind_stack(uu_test_stack_probe, NULL);
-	unregister_trace_user_unwind_stack(uu_test_stack_probe, NULL);
-	tracepoint_synchronize_unregister();
-	return 0;
-}
-
-void uu_test_last_stack(u64 out[4])
-{
-	memcpy(out, uu_test_stack, sizeof(uu_test_stack));
-}
-#endif

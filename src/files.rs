@@ -7,7 +7,7 @@
 use crate::ffi;
 use crate::logic::buildid::{find_build_id, ReadAt, ReadError};
 use crate::logic::frames::{file_cookie, name_cookie, CHUNK_FRAMES};
-use crate::logic::seen::{FirstSight, Sighting};
+use crate::logic::seen::{CachedId, FirstSight, Sighting};
 use crate::stats::{self, Stat};
 use crate::Keys;
 use kernel::fs::file::File;
@@ -168,6 +168,9 @@ impl<'k> HeldFiles<'k> {
         self.emit_all(
             |key| match SEEN.sighting(key, now) {
                 Sighting::Known => Action::Skip,
+                // A reminder also refreshes the slot: a build-id not readable at first
+                // sight (pages not cached) is read again.
+                Sighting::Reminder if durable => Action::WriteAndRecord,
                 Sighting::Reminder => Action::Write,
                 Sighting::New if *budget == 0 => {
                     stats::add(Stat::FileCacheDeferred, 1);
@@ -182,8 +185,8 @@ impl<'k> HeldFiles<'k> {
                     }
                 }
             },
-            |key| {
-                SEEN.record(key, now, generation);
+            |key, id| {
+                SEEN.record(key, id, now, generation);
             },
         );
         Report {
@@ -199,14 +202,19 @@ impl<'k> HeldFiles<'k> {
     ///
     /// Context: task, may sleep.
     pub(crate) fn repeat(&self) {
-        self.emit_all(|_| Action::Write, |_| {});
+        self.emit_all(|_| Action::Write, |_, _| {});
     }
 
     /// Writes the `file_cache` of each held name and file for which `decide(key)` says so
-    /// (the key is a name's cookie or a file's pointer value), and calls `record(key)` right
-    /// after the event of each one it says to remember: only after the event is written, so
-    /// that whoever finds the key in the cache writes its stack after that event.
-    fn emit_all(&self, mut decide: impl FnMut(u64) -> Action, mut record: impl FnMut(u64)) {
+    /// (the key is a name's cookie or a file's pointer value), and calls `record(key, id)`
+    /// right after the event of each one it says to remember, with the build-id the event
+    /// carried: only after the event is written, so that whoever finds the key in the cache
+    /// writes its stack after that event.
+    fn emit_all(
+        &self,
+        mut decide: impl FnMut(u64) -> Action,
+        mut record: impl FnMut(u64, &CachedId),
+    ) {
         // A name is its own identity: its cookie is the cache key, never forgotten but by
         // eviction, clearing or a reminder.
         for named in self.names.iter().flatten() {
@@ -220,7 +228,7 @@ impl<'k> HeldFiles<'k> {
             };
             stats::add(Stat::FileCache, 1);
             if action == Action::WriteAndRecord {
-                record(named.cookie);
+                record(named.cookie, &CachedId::None);
             }
         }
         let mut path: Option<KVec<u8>> = None;
@@ -237,9 +245,14 @@ impl<'k> HeldFiles<'k> {
                 path = KVec::from_elem(0u8, PATH_BUF, GFP_KERNEL).ok();
             }
             let buf = path.as_deref_mut().unwrap_or(&mut short_path[..]);
-            emit(file, file_cookie(ptr, &self.keys.file), buf);
+            let id = emit(
+                file,
+                file_cookie(ptr, &self.keys.file),
+                buf,
+                SEEN.build_id(ptr),
+            );
             if action == Action::WriteAndRecord {
-                record(ptr);
+                record(ptr, &id);
             }
         }
     }
@@ -281,25 +294,40 @@ impl ReadAt for FileReader<'_> {
     }
 }
 
-/// Writes the `file_cache` of `file`: its path and, when its pages are cached, its
-/// build-id (none otherwise; a reminder reads it again later).
-fn emit(file: &File, cookie: u64, buf: &mut [u8]) {
-    let mut reader = FileReader {
-        file,
-        uncached: false,
+/// Writes the `file_cache` of `file`: its path and its build-id, taken from `cached` or,
+/// when the cache does not know it, read from the file's cached pages (none when they are
+/// not cached; a reminder tries again). Returns what the event said of the build-id, for
+/// the cache.
+fn emit(file: &File, cookie: u64, buf: &mut [u8], cached: CachedId) -> CachedId {
+    let id = match cached {
+        CachedId::Unknown => {
+            let mut reader = FileReader {
+                file,
+                uncached: false,
+            };
+            match find_build_id(&mut reader) {
+                Some(id) => CachedId::Id(id),
+                None if reader.uncached => {
+                    stats::add(Stat::BuildIdUncached, 1);
+                    CachedId::Unknown
+                }
+                None => CachedId::None,
+            }
+        }
+        known => known,
     };
-    let build_id = find_build_id(&mut reader);
-    if reader.uncached {
-        stats::add(Stat::BuildIdUncached, 1);
-    }
-    let id = build_id.as_ref().map_or(&[][..], |id| id.as_bytes());
+    let bytes = match &id {
+        CachedId::Id(id) => id.as_bytes(),
+        CachedId::None | CachedId::Unknown => &[],
+    };
     // SAFETY: The file is held; `buf` is valid for `buf.len()` bytes and the returned path
     // is a NUL-terminated string inside it, valid while `buf` is.
     unsafe {
         let path = ffi::uu_file_path(file.as_ptr().cast(), buf.as_mut_ptr(), buf.len() as i32);
-        ffi::uu_emit_file_cache(cookie, path, id.as_ptr(), id.len() as u32);
+        ffi::uu_emit_file_cache(cookie, path, bytes.as_ptr(), bytes.len() as u32);
     }
     stats::add(Stat::FileCache, 1);
+    id
 }
 
 /// `__fput()` is about to free the `struct file` at `file`.

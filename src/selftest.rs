@@ -79,8 +79,8 @@ mod tests {
         assert_eq!(id, Some(20));
         let n = vectors::elf32_be(&mut buf);
         assert_eq!(
-            find_build_id(&mut &buf[..n]).map(|id| id.as_bytes()[19]),
-            Some(19)
+            find_build_id(&mut &buf[..n]).map(|id| id.as_bytes() == vectors::ID),
+            Some(true)
         );
         for len in 0..n {
             assert!(find_build_id(&mut &buf[..len]).is_none());
@@ -96,19 +96,17 @@ mod tests {
     }
 
     /// A callback without frames (here: a kernel thread, without an mm) still writes its
-    /// cookie's stack record, with `total` 0.
+    /// cookie's stack record, with `total` 0. The record itself is checked by the guest
+    /// test, which has the events on while this runs at insmod: a probe of the test's own
+    /// on the tracepoint would patch its call sites while user tasks run through them,
+    /// which QEMU's TCG does not survive (an int3 Oops, as with function_graph).
     #[test]
     fn an_empty_stack_writes_a_record() {
-        // SAFETY: Task context; the probe is removed before the test ends.
-        assert_eq!(unsafe { ffi::uu_test_watch_stacks(true) }, 0);
-        // SAFETY: No frames to read.
+        use crate::stats::{read, Stat};
+        let before = read(Stat::EmptyStacks);
+        // SAFETY: No frames to read; task context.
         unsafe { crate::uu_rust_stack(core::ptr::null(), 0, 0x3_0000_0007) };
-        let mut last = [0u64; 4];
-        // SAFETY: `last` is valid for four writes.
-        unsafe { ffi::uu_test_last_stack(last.as_mut_ptr()) };
-        // SAFETY: Task context.
-        unsafe { ffi::uu_test_watch_stacks(false) };
-        assert_eq!(last, [0x3_0000_0007, 0, 0, 0]);
+        assert_eq!(read(Stat::EmptyStacks), before + 1);
     }
 
     #[test]

@@ -35,17 +35,24 @@ void uu_stat_add(enum uu_stat stat, unsigned long n)
 	this_cpu_add(uu_stats[stat], n);
 }
 
+u64 uu_stat_read(enum uu_stat stat)
+{
+	u64 sum = 0;
+	int cpu;
+
+	if (WARN_ON_ONCE(stat >= UU_STAT_NR))
+		return 0;
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu_ptr(&uu_stats, cpu)[0][stat]);
+	return sum;
+}
+
 static int uu_stats_show(struct seq_file *m, void *v)
 {
-	int stat, cpu;
+	int stat;
 
-	for (stat = 0; stat < UU_STAT_NR; stat++) {
-		unsigned long sum = 0;
-
-		for_each_possible_cpu(cpu)
-			sum += READ_ONCE(per_cpu_ptr(&uu_stats, cpu)[0][stat]);
-		seq_printf(m, "%s: %lu\n", uu_stat_names[stat], sum);
-	}
+	for (stat = 0; stat < UU_STAT_NR; stat++)
+		seq_printf(m, "%s: %llu\n", uu_stat_names[stat], uu_stat_read(stat));
 	return 0;
 }
 static int uu_stats_open(struct inode *inode, struct file *file)

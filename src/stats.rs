@@ -17,6 +17,15 @@ pub(crate) enum Stat {
     CacheResets = 8,
 }
 
+/// The sum of `stat` over all CPUs.
+///
+/// Context: any.
+#[cfg(CONFIG_KUNIT)]
+pub(crate) fn read(stat: Stat) -> u64 {
+    // SAFETY: A plain C function without preconditions; `stat` is a valid `enum uu_stat`.
+    unsafe { ffi::uu_stat_read(stat as u32) }
+}
+
 /// Adds `n` to `stat`.
 ///
 /// Context: any.

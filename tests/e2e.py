@@ -168,7 +168,7 @@ def check_steady(events):
           f"{len(late_stacks)} stacks and {len(late_caches)} file_cache after the grace")
 
 
-def check_dlopen(events, prog):
+def check_dlopen(name, events, prog):
     exe = Elf(os.path.join(prog, "uu_dl"))
     libs = {"/usr/lib/libuua.so": Elf(os.path.join(prog, "libuua.so")),
             "/usr/lib/libuub.so": Elf(os.path.join(prog, "libuub.so"))}
@@ -189,10 +189,13 @@ def check_dlopen(events, prog):
         if caller is None or got != expect[caller]:
             wrong.append(f"{caller} -> {got} via {f0['path']}")
     reused = sum(len(p) > 1 for p in paths_by_cookie.values())
-    print(f"# dlopen: {seen} stacks, {len(paths_by_cookie)} library cookies, "
+    print(f"# {name}: {seen} stacks, {len(paths_by_cookie)} library cookies, "
           f"{reused} reused for both libraries")
-    check("dlopen/dlclose: every library cookie resolves to the right library",
+    check(f"{name}: every library cookie resolves to the right library",
           seen >= 60 and not wrong, f"{len(wrong)} of {seen} wrong: {wrong[:3]}")
+    # Without reuse the check above proves nothing about the __fput path.
+    check(f"{name}: a file cookie was reused for the other library",
+          reused > 0, f"{len(paths_by_cookie)} cookies, none reused")
 
 
 def check_named(events, exe):
@@ -214,6 +217,35 @@ def check_named(events, exe):
           f"innermost frames: {dict(firsts)}, {wrong[:2]}")
 
 
+def check_instances(s):
+    """What a reader of each instance sees (Documentation/user_unwind.rst, "Instances")."""
+    def count(section, event, comm="uu_chain"):
+        return [e for e in parse_trace(s[section]) if e["event"] == event and e["comm"] == comm]
+    foo_cookies = count("INSTANCE_FOO", "user_unwind_cookie")
+    foo_stacks = count("INSTANCE_FOO", "user_unwind_stack")
+    foo_caches = [e for e in parse_trace(s["INSTANCE_FOO"]) if e["event"] == "file_cache"]
+    top = [e for e in parse_trace(s["INSTANCE_TOP"]) if e["event"].startswith("user_unwind")]
+    check("an event of one instance records cookies and stacks in the instance that "
+          "enables user_unwind", len(foo_cookies) == 5 and len(foo_stacks) == 5
+          and foo_caches and not top,
+          f"foo: {len(foo_cookies)} cookies, {len(foo_stacks)} stacks, {len(foo_caches)} "
+          f"file_cache; top: {len(top)} user_unwind events")
+    cookies = collections.Counter(e["cookie"] for e in count("INSTANCE_BOTH", "user_unwind_cookie"))
+    stacks = count("INSTANCE_BOTH", "user_unwind_stack")
+    check("an event enabled in two instances gives each cookie twice and its stack once",
+          len(cookies) == 5 and set(cookies.values()) == {2} and len(stacks) == 5,
+          f"cookies {dict(cookies)}, {len(stacks)} stacks")
+
+
+def check_stats(lines):
+    stats = {k.rstrip(":"): int(v) for k, v in (line.split() for line in lines if ": " in line)}
+    print(f"# stats: {stats}")
+    check("user_unwind_stats counts requests, stacks and file_cache events",
+          stats.get("requests", 0) > 0 and stats.get("stacks", 0) > 0
+          and stats.get("file_cache", 0) > 0 and "cookies_unrecorded" in stats
+          and stats.get("fput_probe_misses", 0) > 0, str(stats))
+
+
 def check_paths(events, deep_len):
     """A deleted executable keeps its mark; a path too long for the event is shortened
     visibly, at its start, keeping the file name."""
@@ -221,6 +253,8 @@ def check_paths(events, deep_len):
              and "/" in e.get("path", "") and "uu_" in e["path"].rsplit("/", 1)[-1]}
     check("a deleted executable's file_cache path ends in (deleted)",
           paths.get("uu_gone") == "/tmp/uu_gone (deleted)", f"{paths}")
+    check("control bytes in a path are escaped as in /proc/PID/maps",
+          paths.get("uu_nl") == "/tmp/dir\\012forged: path=x/uu_nl", f"{paths}")
     deep = paths.get("uu_deep", "")
     check("a path longer than the event holds is shortened visibly",
           deep_len > 1100 and deep.startswith(".../") and deep.endswith("/uu_deep")
@@ -284,6 +318,11 @@ def main():
           and v.get("events_dir") == "no" and int(v.get("message", 0)) >= 1, str(v))
     v = values(s["INSMOD"])
     check("insmod succeeds", v.get("insmod_status") == "0", str(v))
+    check("events enabled before insmod (set_event :mod:) start requests once init is done",
+          v.get("early_option") == "1" and int(v.get("early_cookies", 0)) > 0
+          and int(v.get("early_stacks", 0)) > 0, str(v))
+    check("a stack without frames still gets its record (total=0)",
+          v.get("empty_stack") == "1", str(v))
     with open(os.path.join(prog, "kunit.log"), "w") as f:
         f.write("\n".join(s["KUNIT"]) + "\n")
 
@@ -295,6 +334,13 @@ def main():
     check("1 and 0 are accepted and read back",
           v.get("after_1") == "1" and v.get("after_0") == "0" and v.get("events_on") == "1", str(v))
     check("independent of the userstacktrace option", v.get("userstacktrace") == "0", str(v))
+    check("bad writes while on change nothing", v.get("after_bad_1") == "1", str(v))
+    check("the option reads the events' state, and 1 switches them on again",
+          v.get("after_events_off") == "0" and v.get("after_rewrite_1") == "1"
+          and v.get("events_on_again") == "1", str(v))
+    check("tracefs modes: option 0640, stats 0440 and not writable",
+          v.get("mode") == "640" and v.get("stats_mode") == "440"
+          and "stats_write_accepted" not in v, str(v))
 
     exe = Elf(os.path.join(prog, "uu_chain"))
     lib = Elf(os.path.join(prog, "libuutest.so"))
@@ -302,11 +348,15 @@ def main():
     check_chain(chain, exe, lib)
     check_chain_files(chain, prog)
     check_steady(parse_trace(s["STEADY"]))
-    check_dlopen(parse_trace(s["DLOPEN"]), prog)
+    check_dlopen("dlopen/dlclose", parse_trace(s["DLOPEN"]), prog)
+    check_dlopen("dlopen/dlclose with kprobes disarmed", parse_trace(s["DLOPEN_DISARMED"]), prog)
+    check_file_cache("tracing off, buffer cleared, on: file_cache precedes every cookie",
+                     parse_trace(s["REOPEN"]), "uu_chain")
+    check_instances(s)
     check_named(parse_trace(s["NAMED"]), Elf(os.path.join(prog, "uu_named")))
     check_paths(parse_trace(s["PATHS"]), int(values(s["PATHLEN"]).get("deep_path_length", 0)))
     statuses = {name: values(s[name]).get("status")
-                for name in ("CHAIN", "STEADY", "DLOPEN", "NAMED", "PATHS")}
+                for name in ("CHAIN", "STEADY", "DLOPEN", "DLOPEN_DISARMED", "NAMED", "PATHS")}
     check("the test programs ran and succeeded", set(statuses.values()) == {"0"}, statuses)
     check_file_cache("a late trace-cmd record finds a file_cache for every cookie",
                      parse_trace(s["LATE"]), "uu_chain", reader_start=True)
@@ -341,6 +391,7 @@ def main():
           stacks and all(len(e["frames"]) == t >= len(CHAIN) for e, t in zip(stacks, total)),
           rs[:1])
 
+    check_stats(s["STATS"])
     v = values(s["CYCLES"])
     check("insmod/rmmod cycles under load", v.get("rmmod_status") == "0" and
           v.get("cycles_done") == "6", str(v))

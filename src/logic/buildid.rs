@@ -53,6 +53,19 @@ impl BuildId {
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len]
     }
+
+    /// A build-id of `bytes`, if it is not empty and at most [`BUILD_ID_MAX`] long.
+    pub fn from_bytes(bytes: &[u8]) -> Option<BuildId> {
+        if bytes.is_empty() || bytes.len() > BUILD_ID_MAX {
+            return None;
+        }
+        let mut id = BuildId {
+            bytes: [0; BUILD_ID_MAX],
+            len: bytes.len(),
+        };
+        id.bytes[..bytes.len()].copy_from_slice(bytes);
+        Some(id)
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -199,15 +212,7 @@ fn scan_notes(l: Layout, notes: &[u8], align: usize) -> Option<BuildId> {
         let name = notes.get(name_at..name_at.checked_add(namesz)?)?;
         let desc = notes.get(desc_at..desc_at.checked_add(descsz)?)?;
         if kind == NT_GNU_BUILD_ID && name == b"GNU\0" && !desc.is_empty() {
-            if desc.len() > BUILD_ID_MAX {
-                return None;
-            }
-            let mut id = BuildId {
-                bytes: [0; BUILD_ID_MAX],
-                len: desc.len(),
-            };
-            id.bytes[..desc.len()].copy_from_slice(desc);
-            return Some(id);
+            return BuildId::from_bytes(desc);
         }
         if next <= at {
             return None;

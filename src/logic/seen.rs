@@ -2,9 +2,10 @@
 
 //! The first-sight cache: which file cookies already have a `file_cache` event in the trace.
 //!
-//! A direct-mapped table of [`SLOTS`] slots (64 KiB), indexed by the `struct file` pointer
-//! value (or a name's cookie). A slot holds the key whose `file_cache` event was written and
-//! when that event was last written. Nothing is allocated, nothing is locked: a slot is a
+//! A direct-mapped table of [`SLOTS`] slots (208 KiB), indexed by the `struct file` pointer
+//! value (or a name's cookie). A slot holds the key whose `file_cache` event was written,
+//! when that event was last written, and the build-id it carried (up to [`ID_CACHED`]
+//! bytes), so that reminders and repeats do not read the file again. Nothing is allocated, nothing is locked: a slot is a
 //! pair of atomics, and every race between two writers costs at worst one extra `file_cache`
 //! event, never a missing one. In steady state a sighting only reads: the slots of the
 //! files every stack uses (libc's, the executable's) stay shared in every CPU's cache.
@@ -22,7 +23,8 @@
 
 #![forbid(unsafe_code)]
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use super::buildid::BuildId;
+use core::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// log2 of the number of slots.
 pub const SLOT_BITS: u32 = 12;
@@ -32,6 +34,98 @@ pub const SLOTS: usize = 1 << SLOT_BITS;
 /// nanoseconds) after its last one, so that a reader who starts late finds one within about
 /// this long of trace for every file still in use.
 pub const REMIND_NS: u64 = 1_000_000_000;
+
+/// Build-ids up to this long are kept in the slot (GNU ld's SHA-1 ones are 20 bytes); a
+/// longer one is read from the file again for each reminder.
+pub const ID_CACHED: usize = 24;
+const ID_WORDS: usize = ID_CACHED / 8;
+
+/// What a slot knows of its file's build-id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CachedId {
+    /// Nothing: read the file.
+    Unknown,
+    /// The file has no build-id.
+    None,
+    /// This build-id.
+    Id(BuildId),
+}
+
+/// A slot's build-id, as a sequence lock made of atomics: the sequence word has bit 0 set
+/// while a writer stores, the state in bits 1 to 8 (0 unknown, 1 none, 2 + length an id)
+/// and a counter above; a reader that sees it change does not retry, it reads the file.
+struct IdSlot {
+    seq: AtomicU64,
+    words: [AtomicU64; ID_WORDS],
+}
+
+impl IdSlot {
+    const fn new() -> Self {
+        IdSlot {
+            seq: AtomicU64::new(0),
+            words: [const { AtomicU64::new(0) }; ID_WORDS],
+        }
+    }
+
+    /// Stores `id`, unless another writer is storing one right now (then the slot keeps
+    /// its state or says [`CachedId::Unknown`], which only costs a read of the file).
+    fn store(&self, id: &CachedId) {
+        let seq = self.seq.load(Ordering::Relaxed);
+        if seq & 1 == 1
+            || self
+                .seq
+                .compare_exchange(seq, seq | 1, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        let state = match id {
+            CachedId::Id(id) if id.as_bytes().len() <= ID_CACHED => {
+                let mut words = [0u64; ID_WORDS];
+                for (i, &b) in id.as_bytes().iter().enumerate() {
+                    if let Some(w) = words.get_mut(i / 8) {
+                        *w |= u64::from(b) << (8 * (i % 8));
+                    }
+                }
+                for (word, w) in self.words.iter().zip(words) {
+                    word.store(w, Ordering::Relaxed);
+                }
+                2 + id.as_bytes().len() as u64
+            }
+            CachedId::None => 1,
+            CachedId::Unknown | CachedId::Id(_) => 0,
+        };
+        self.seq
+            .store((((seq >> 9) + 1) << 9) | (state << 1), Ordering::Release);
+    }
+
+    fn load(&self) -> CachedId {
+        let seq = self.seq.load(Ordering::Acquire);
+        let state = (seq >> 1) & 0xff;
+        if seq & 1 == 1 || state == 0 {
+            return CachedId::Unknown;
+        }
+        let mut words = [0u64; ID_WORDS];
+        for (w, word) in words.iter_mut().zip(&self.words) {
+            *w = word.load(Ordering::Relaxed);
+        }
+        fence(Ordering::Acquire);
+        if self.seq.load(Ordering::Relaxed) != seq {
+            return CachedId::Unknown;
+        }
+        let mut bytes = [0u8; ID_CACHED];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (words.get(i / 8).copied().unwrap_or(0) >> (8 * (i % 8))) as u8;
+        }
+        match state {
+            1 => CachedId::None,
+            n => bytes
+                .get(..(n - 2) as usize)
+                .and_then(BuildId::from_bytes)
+                .map_or(CachedId::Unknown, CachedId::Id),
+        }
+    }
+}
 
 /// What to do about one sighting of a file in a stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +144,8 @@ pub struct FirstSight {
     files: [AtomicU64; SLOTS],
     /// When the slot's `file_cache` was last written.
     written: [AtomicU64; SLOTS],
+    /// The build-id that `file_cache` carried.
+    ids: [IdSlot; SLOTS],
     generation: AtomicU64,
 }
 
@@ -65,6 +161,7 @@ impl FirstSight {
         FirstSight {
             files: [const { AtomicU64::new(0) }; SLOTS],
             written: [const { AtomicU64::new(0) }; SLOTS],
+            ids: [const { IdSlot::new() }; SLOTS],
             generation: AtomicU64::new(0),
         }
     }
@@ -96,15 +193,34 @@ impl FirstSight {
         }
     }
 
-    /// Records that the `file_cache` event of `file` was written at `now`, by a writer that
-    /// captured `generation` before writing it. Call it after the event is written, so that
-    /// whoever then finds `file` here writes its stack after it. Returns whether the entry
-    /// was kept: not when the cache was cleared since `generation` was captured.
-    pub fn record(&self, file: u64, now: u64, generation: u64) -> bool {
+    /// What the cache knows of the build-id of `file`, if `file` is in it.
+    pub fn build_id(&self, file: u64) -> CachedId {
+        let slot = Self::slot(file);
+        if self.files[slot].load(Ordering::Acquire) != file {
+            return CachedId::Unknown;
+        }
+        let id = self.ids[slot].load();
+        // Still the same file: the id was not stored for a file that evicted it meanwhile.
+        if self.files[slot].load(Ordering::Acquire) != file {
+            return CachedId::Unknown;
+        }
+        id
+    }
+
+    /// Records that the `file_cache` event of `file`, carrying `id`, was written at `now`,
+    /// by a writer that captured `generation` before writing it. Call it after the event is
+    /// written, so that whoever then finds `file` here writes its stack after it. Returns
+    /// whether the entry was kept: not when the cache was cleared since `generation` was
+    /// captured.
+    pub fn record(&self, file: u64, id: &CachedId, now: u64, generation: u64) -> bool {
         let slot = Self::slot(file);
         if self.generation() != generation {
             return false;
         }
+        // The slot is emptied first, so that a reader of the id never pairs this file with
+        // the previous file's id.
+        self.files[slot].store(0, Ordering::SeqCst);
+        self.ids[slot].store(id);
         self.written[slot].store(now, Ordering::Relaxed);
         self.files[slot].store(file, Ordering::SeqCst);
         // A clear that began before the store above may have wiped its slot already; if the
@@ -150,7 +266,7 @@ mod tests {
     fn first_sight_then_known() {
         let c = Box::new(FirstSight::new());
         assert_eq!(c.sighting(P, T0), Sighting::New);
-        assert!(c.record(P, T0, c.generation()));
+        assert!(c.record(P, &CachedId::None, T0, c.generation()));
         assert_eq!(c.sighting(P, T0 + 1), Sighting::Known);
         assert_eq!(c.sighting(Q, T0 + 1), Sighting::New);
     }
@@ -158,7 +274,7 @@ mod tests {
     #[test]
     fn a_freed_file_is_new_again_at_the_same_address() {
         let c = Box::new(FirstSight::new());
-        c.record(P, T0, c.generation());
+        c.record(P, &CachedId::None, T0, c.generation());
         c.forget(P);
         assert_eq!(
             c.sighting(P, T0),
@@ -170,7 +286,7 @@ mod tests {
     #[test]
     fn forgetting_another_file_keeps_the_slot() {
         let c = Box::new(FirstSight::new());
-        c.record(P, T0, c.generation());
+        c.record(P, &CachedId::None, T0, c.generation());
         c.forget(Q);
         assert_eq!(c.sighting(P, T0), Sighting::Known);
     }
@@ -178,7 +294,7 @@ mod tests {
     #[test]
     fn one_reminder_per_interval() {
         let c = Box::new(FirstSight::new());
-        c.record(P, T0, c.generation());
+        c.record(P, &CachedId::None, T0, c.generation());
         let mut reminders = 0;
         // A sighting every millisecond for three and a half intervals.
         for ms in 0..3500 {
@@ -196,15 +312,32 @@ mod tests {
         let generation = c.generation();
         assert_eq!(c.sighting(P, T0), Sighting::New);
         c.clear();
-        assert!(!c.record(P, T0, generation));
+        assert!(!c.record(P, &CachedId::None, T0, generation));
         assert_eq!(
             c.sighting(P, T0),
             Sighting::New,
             "the cut file_cache must be rewritten"
         );
         // The next writer, in the new generation, is recorded.
-        assert!(c.record(P, T0, c.generation()));
+        assert!(c.record(P, &CachedId::None, T0, c.generation()));
         assert_eq!(c.sighting(P, T0), Sighting::Known);
+    }
+
+    #[test]
+    fn build_ids_are_kept_with_their_file() {
+        let c = Box::new(FirstSight::new());
+        let id = BuildId::from_bytes(&[0xa0; 20]).unwrap();
+        assert_eq!(c.build_id(P), CachedId::Unknown);
+        c.record(P, &CachedId::Id(id), T0, c.generation());
+        assert_eq!(c.build_id(P), CachedId::Id(id));
+        c.record(Q, &CachedId::None, T0, c.generation());
+        assert_eq!(c.build_id(Q), CachedId::None);
+        // Too long to keep: the file is read again.
+        let long = BuildId::from_bytes(&[0xb0; 32]).unwrap();
+        c.record(P, &CachedId::Id(long), T0, c.generation());
+        assert_eq!(c.build_id(P), CachedId::Unknown);
+        c.forget(P);
+        assert_eq!(c.build_id(P), CachedId::Unknown);
     }
 
     #[test]
@@ -216,8 +349,8 @@ mod tests {
             .map(|i| P + (i << 4))
             .find(|&f| FirstSight::slot(f) == slot)
             .unwrap();
-        c.record(P, T0, c.generation());
-        c.record(other, T0, c.generation());
+        c.record(P, &CachedId::None, T0, c.generation());
+        c.record(other, &CachedId::None, T0, c.generation());
         assert_eq!(c.sighting(P, T0), Sighting::New);
         assert_eq!(c.sighting(other, T0), Sighting::Known);
         c.clear();
@@ -239,7 +372,7 @@ mod tests {
                     let c = Arc::clone(&c);
                     thread::spawn(move || {
                         let file = P + ((round * 4 + t) << 4);
-                        c.record(file, T0, generation);
+                        c.record(file, &CachedId::None, T0, generation);
                         file
                     })
                 })

@@ -41,26 +41,67 @@ result in_modules "$(grep -c '^user_unwind ' /proc/modules)"
 result events_dir "$([ -e $T/events/user_unwind ] && echo yes || echo no)"
 result message "$(dmesg | grep -c 'user_unwind: tracefs options directory not found')"
 
+# The events enabled before the module is loaded (set_event ":mod:", which enables them
+# while the module is still COMING, before its init), with a task making traced system
+# calls all along: requests must wait for init, then start by themselves.
 section INSMOD
 dmesg -c >/dev/null
+echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
+echo 1 >$T/events/raw_syscalls/sys_enter/enable
+echo ':mod:user_unwind' >>$T/set_event
+echo >$T/trace
+echo 1 >$T/tracing_on
+uu_chain 1000000000 1000 >/dev/null &
+early=$!
+sleep 0.2
 insmod /lib/modules/user_unwind.ko
 result insmod_status $?
+sleep 0.5
+result early_option "$(cat $OPT)"
+result early_cookies "$(grep -c 'user_unwind_cookie:' $T/trace)"
+result early_stacks "$(grep -c 'uu_chain.*user_unwind_stack:' $T/trace)"
+# The KUnit suite records an empty stack (cookie 300000007) while the events are on.
+result empty_stack "$(grep -c 'kunit_try_catch.*user_unwind_stack: cookie=300000007 (no frames)$' $T/trace)"
+kill $early
+wait $early 2>/dev/null
+echo 0 >$OPT
+echo 0 >$T/events/raw_syscalls/sys_enter/enable
+echo 0 >$T/events/raw_syscalls/sys_enter/filter
+echo 0 >$T/tracing_on
+echo >$T/trace
 section KUNIT
 dmesg | sed -n '/KTAP version/,$p'
 
 section OPTION
 result exists "$([ -f $OPT ] && echo yes || echo no)"
 result initial "$(cat $OPT)"
-for bad in bogus 2 10 " 1" "1 "; do
+result mode "$(stat -c %a $OPT)"
+for bad in bogus 2 10 " 1" "1 " "1\n\n"; do
 	printf '%s' "$bad" >$OPT 2>/dev/null && result "bad_write_accepted" "'$bad'"
 done
+# Non-UTF-8, an embedded NUL, and more than a page.
+printf '\377' >$OPT 2>/dev/null && result bad_write_accepted non-utf8
+printf '1\000' >$OPT 2>/dev/null && result bad_write_accepted nul
+head -c 8192 /dev/zero | tr '\0' 1 | dd of=$OPT bs=8192 2>/dev/null && result bad_write_accepted huge
 result after_bad "$(cat $OPT)"
 echo 1 >$OPT && result write_1 ok
 result after_1 "$(cat $OPT)"
 result events_on "$(cat $T/events/user_unwind/user_unwind_cookie/enable)"
+for bad in bogus 2; do
+	printf '%s' "$bad" >$OPT 2>/dev/null && result "bad_write_accepted" "'$bad'"
+done
+result after_bad_1 "$(cat $OPT)"
+# Switched off behind the option's back: it says so, and a 1 switches it on again.
+echo 0 >$T/events/user_unwind/enable
+result after_events_off "$(cat $OPT)"
+echo 1 >$OPT
+result after_rewrite_1 "$(cat $OPT)"
+result events_on_again "$(cat $T/events/user_unwind/user_unwind_cookie/enable)"
 printf 0 >$OPT && result write_0 ok
 result after_0 "$(cat $OPT)"
 result userstacktrace "$(cat $T/options/userstacktrace)"
+result stats_mode "$(stat -c %a $T/user_unwind_stats)"
+echo 1 >$T/user_unwind_stats 2>/dev/null && result stats_write_accepted yes
 
 # The known call chain, getppid only.
 traced CHAIN 'id == 110' uu_chain 40
@@ -71,6 +112,59 @@ traced STEADY 'id == 110' uu_chain 30 20000
 
 # dlopen/dlclose churn: file cookies reused for other libraries.
 traced DLOPEN 'id == 110' uu_dl 30
+
+# The same with kprobes disarmed (debug/kprobes/enabled 0): the __fput probe misses every
+# file's end, and the module must notice rather than trust its cache.
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+echo 0 >/sys/kernel/debug/kprobes/enabled
+traced DLOPEN_DISARMED 'id == 110' uu_dl 30
+echo 1 >/sys/kernel/debug/kprobes/enabled
+
+# A reader that switches tracing off, clears the buffer and switches it on again, with no
+# stack in between: the files of the next stacks were seen before, and must be explained
+# again.
+echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
+echo 1 >$T/events/raw_syscalls/sys_enter/enable
+echo 1 >$OPT
+echo 1 >$T/tracing_on
+uu_chain 3 >/dev/null
+echo 0 >$T/tracing_on
+echo >$T/trace
+echo 1 >$T/tracing_on
+uu_chain 3 >/dev/null
+echo 0 >$T/tracing_on
+section REOPEN
+cat $T/trace
+echo 0 >$OPT
+echo 0 >$T/events/raw_syscalls/sys_enter/enable
+echo 0 >$T/events/raw_syscalls/sys_enter/filter
+
+# Instances: the user_unwind events in instance "foo" only, the triggering event in the
+# top instance only; then the triggering event in both.
+mkdir $T/instances/foo
+echo 1 >$T/instances/foo/events/user_unwind/enable
+echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
+echo 1 >$T/events/raw_syscalls/sys_enter/enable
+echo >$T/trace
+echo 1 >$T/tracing_on
+uu_chain 5 >/dev/null
+section INSTANCE_FOO
+cat $T/instances/foo/trace
+section INSTANCE_TOP
+cat $T/trace
+echo >$T/instances/foo/trace
+echo >$T/trace
+echo 'id == 110' >$T/instances/foo/events/raw_syscalls/sys_enter/filter
+echo 1 >$T/instances/foo/events/raw_syscalls/sys_enter/enable
+uu_chain 5 >/dev/null
+echo 0 >$T/tracing_on
+section INSTANCE_BOTH
+cat $T/instances/foo/trace
+echo 0 >$T/instances/foo/events/enable
+rmdir $T/instances/foo
+result instance_removed $?
+echo 0 >$T/events/raw_syscalls/sys_enter/enable
+echo 0 >$T/events/raw_syscalls/sys_enter/filter
 
 # Mappings without a file: a named anonymous "JIT" mapping, and the vdso.
 traced NAMED 'id == 110 || id == 228' uu_named 5
@@ -84,9 +178,11 @@ for i in $(seq 12); do deep=$deep/directory-name-of-one-hundred-bytes-to-make-th
 mkdir -p $deep && cp /usr/bin/uu_chain $deep/uu_deep
 sleep 0.2
 rm /tmp/uu_gone
+nl=$(printf '/tmp/dir\nforged: path=x')
+mkdir -p "$nl" && cp /usr/bin/uu_chain "$nl/uu_nl"
 section PATHLEN
 result deep_path_length ${#deep}
-traced PATHS 'id == 110' sh -c "$deep/uu_deep 3; sleep 0.5"
+traced PATHS 'id == 110' sh -c "$deep/uu_deep 3; \"$nl/uu_nl\" 3; sleep 0.5"
 kill $gone
 wait $gone 2>/dev/null
 
@@ -137,6 +233,9 @@ trace-cmd record -q -o /tmp/uu.dat -e user_unwind -e raw_syscalls:sys_enter -f '
 result record_status $?
 section REPORT
 trace-cmd report -i /tmp/uu.dat 2>&1
+
+section STATS
+cat $T/user_unwind_stats
 
 # Load and unload while events fire on every CPU.
 section CYCLES
