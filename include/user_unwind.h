@@ -38,6 +38,7 @@ struct file;
 int uu_files_init(void);		/* task context; probes __fput and buffer resets */
 void uu_files_exit(void);
 bool uu_files_check(void);		/* task context: may the __fput probe have missed? */
+bool uu_files_resets_probed(void);	/* are buffer resets seen? */
 const char *uu_file_path(struct file *file, char *buf, int len);
 long uu_file_read(struct file *file, u64 offset, u8 *buf, size_t len);
 struct vm_area_struct;

@@ -35,6 +35,7 @@ copy_with_libs "$CACHE/prog/uu_chain" /usr/bin/uu_chain
 copy_with_libs "$CACHE/prog/uu_dl" /usr/bin/uu_dl
 copy_with_libs "$CACHE/prog/uu_bench" /usr/bin/uu_bench
 copy_with_libs "$CACHE/prog/uu_named" /usr/bin/uu_named
+copy_with_libs "$CACHE/prog/uu_many" /usr/bin/uu_many
 install -m 0644 "$KO" "$OUT/lib/modules/user_unwind.ko"
 
 cat >"$OUT/init" <<'INIT'

@@ -132,6 +132,12 @@ void uu_files_exit(void)
 	uu_nr_fput_probes = 0;
 }
 
+/* Whether the ring buffer's resets and switches reach uu_rust_files_reset(). */
+bool uu_files_resets_probed(void)
+{
+	return uu_reset_probed;
+}
+
 /**
  * uu_files_check - whether the __fput probes may have missed a call since the last check
  *

@@ -34,20 +34,27 @@ fn reader_start() {
     stats::add(Stat::CacheResets, 1);
 }
 
-/// Whether a `file_cache` written now can be remembered, sampled after the generation was
-/// captured: not while the top-level instance does not record (the event is dropped), and
-/// not when the `__fput` probe may have missed a file's end (then the cache is cleared).
-fn durable() -> bool {
-    // SAFETY: Plain C functions without preconditions, called in task context.
-    let (missed, on) = unsafe { (ffi::uu_files_check(), ffi::uu_tracing_on()) };
+/// Prepares the `file_cache` events of one chunk: clears the cache when the `__fput` probe
+/// may have missed a file's end, then captures the generation, then samples whether the
+/// top-level instance records (a `file_cache` written while it does not is dropped).
+fn begin() -> Report {
+    // SAFETY: A plain C function without preconditions, called in task context.
+    let missed = unsafe { ffi::uu_files_check() };
     if missed {
         reader_start();
     }
-    on && !missed
+    let generation = SEEN.generation();
+    // SAFETY: A plain C function without preconditions.
+    let on = unsafe { ffi::uu_tracing_on() };
+    Report {
+        generation,
+        durable: on && !missed,
+    }
 }
 
 /// What [`HeldFiles::report`] found: the generation its `file_cache` events were written
-/// in, and whether they may be remembered.
+/// in (captured before they were, and before the state of the buffer was sampled), and
+/// whether they may be remembered.
 #[derive(Clone, Copy)]
 pub(crate) struct Report {
     generation: u64,
@@ -57,9 +64,12 @@ pub(crate) struct Report {
 impl Report {
     /// Whether the `file_cache` events written before the stack may be gone from the trace
     /// now that the stack is written (a reader reset the buffer or switched tracing back on
-    /// in between, or they were not durable): then [`HeldFiles::repeat`] them after it.
+    /// in between): then [`HeldFiles::repeat`] them after it. Without the ring-buffer probes
+    /// nothing says so, and every stack not known durable repeats them.
     pub(crate) fn needs_repeat(&self) -> bool {
-        !self.durable || SEEN.generation() != self.generation
+        // SAFETY: A plain C function without preconditions.
+        let probed = unsafe { ffi::uu_files_resets_probed() };
+        SEEN.generation() != self.generation || (!self.durable && !probed)
     }
 }
 
@@ -160,10 +170,11 @@ impl<'k> HeldFiles<'k> {
     ///
     /// Context: task, may sleep.
     pub(crate) fn report(&self, budget: &mut usize) -> Report {
-        // The generation is captured before the events are written and before `durable()`
-        // samples the state of the buffer: a reset or switch after this moment moves it.
-        let generation = SEEN.generation();
-        let durable = durable();
+        let report = begin();
+        let Report {
+            generation,
+            durable,
+        } = report;
         let now = now_ns();
         self.emit_all(
             |key| match SEEN.sighting(key, now) {
@@ -189,10 +200,7 @@ impl<'k> HeldFiles<'k> {
                 SEEN.record(key, id, now, generation);
             },
         );
-        Report {
-            generation,
-            durable,
-        }
+        report
     }
 
     /// Writes the `file_cache` of every held file and name again, after the chunk's stack.

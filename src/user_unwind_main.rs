@@ -65,6 +65,7 @@ mod ffi {
         pub(crate) fn uu_layout(out: *mut usize, n: usize) -> c_int;
         pub(crate) fn uu_stat_add(stat: u32, n: core::ffi::c_ulong);
         pub(crate) fn uu_files_check() -> bool;
+        pub(crate) fn uu_files_resets_probed() -> bool;
         pub(crate) fn uu_stat_read(stat: u32) -> u64;
         pub(crate) fn uu_emit_stack(
             cookie: u64,

@@ -237,13 +237,49 @@ def check_instances(s):
           f"cookies {dict(cookies)}, {len(stacks)} stacks")
 
 
+# New file_cache events one stack writes at most (src/files.rs: NEW_FILES_PER_STACK).
+NEW_FILES_PER_STACK = 16
+
+
+def check_many(events):
+    """A stack of 41 files: its file_cache events spread over several stacks, at most
+    NEW_FILES_PER_STACK a stack, and the last stacks fully explained."""
+    mine = [e for e in events if e["comm"] == "uu_many"]
+    per_stack, caches, resolved = [], 0, []
+    for e in mine:
+        if e["event"] == "file_cache":
+            caches += 1
+        elif e["event"] == "user_unwind_stack":
+            per_stack.append(caches)
+            caches = 0
+    for stack, files in resolve(events):
+        if stack["comm"] == "uu_many":
+            resolved.append(sum(f is not None for f in files))
+    frames = [len(e["frames"]) for e in mine if e["event"] == "user_unwind_stack"]
+    check("a 41-file stack writes at most 16 new file_cache a stack, then all",
+          len(per_stack) == 6 and max(per_stack) <= NEW_FILES_PER_STACK and frames
+          and min(frames) >= 41 and resolved[-1] == frames[-1] and resolved[0] < frames[0],
+          f"file_cache per stack {per_stack}, frames {frames}, resolved {resolved}")
+
+
+def check_filtered(s):
+    events = parse_trace(s["FILTERED"])
+    cookies = [e for e in events if e["event"] == "user_unwind_cookie"]
+    stacks = [e for e in events if e["event"] == "user_unwind_stack" and e["comm"] == "uu_chain"]
+    delta = int(values(s["UNRECORDED"]).get("delta", -1))
+    check("cookie events no buffer takes are counted as cookies_unrecorded",
+          not cookies and len(stacks) == 10 and delta >= 10,
+          f"{len(cookies)} cookies, {len(stacks)} stacks, unrecorded +{delta}")
+
+
 def check_stats(lines):
     stats = {k.rstrip(":"): int(v) for k, v in (line.split() for line in lines if ": " in line)}
     print(f"# stats: {stats}")
     check("user_unwind_stats counts requests, stacks and file_cache events",
           stats.get("requests", 0) > 0 and stats.get("stacks", 0) > 0
           and stats.get("file_cache", 0) > 0 and "cookies_unrecorded" in stats
-          and stats.get("fput_probe_misses", 0) > 0, str(stats))
+          and stats.get("fput_probe_misses", 0) > 0
+          and stats.get("file_cache_deferred", 0) > 0, str(stats))
 
 
 def check_paths(events, deep_len):
@@ -316,6 +352,11 @@ def main():
     check("insmod without tracefs fails with a message and leaves nothing behind",
           v.get("insmod_status") not in (None, "0") and v.get("in_modules") == "0"
           and v.get("events_dir") == "no" and int(v.get("message", 0)) >= 1, str(v))
+    v = values(s["LOADFOREIGN"])
+    check("insmod refuses an options path that is not tracefs's top instance's",
+          v.get("tmpfs_status") not in (None, "0") and v.get("tmpfs_files") == "0"
+          and v.get("bind_status") not in (None, "0") and v.get("bind_file") == "no"
+          and v.get("in_modules") == "0" and int(v.get("message", 0)) >= 2, str(v))
     v = values(s["INSMOD"])
     check("insmod succeeds", v.get("insmod_status") == "0", str(v))
     check("events enabled before insmod (set_event :mod:) start requests once init is done",
@@ -353,10 +394,13 @@ def main():
     check_file_cache("tracing off, buffer cleared, on: file_cache precedes every cookie",
                      parse_trace(s["REOPEN"]), "uu_chain")
     check_instances(s)
+    check_many(parse_trace(s["MANY"]))
+    check_filtered(s)
     check_named(parse_trace(s["NAMED"]), Elf(os.path.join(prog, "uu_named")))
     check_paths(parse_trace(s["PATHS"]), int(values(s["PATHLEN"]).get("deep_path_length", 0)))
     statuses = {name: values(s[name]).get("status")
-                for name in ("CHAIN", "STEADY", "DLOPEN", "DLOPEN_DISARMED", "NAMED", "PATHS")}
+                for name in ("CHAIN", "STEADY", "DLOPEN", "DLOPEN_DISARMED", "MANY", "NAMED",
+                             "PATHS", "FILTERED")}
     check("the test programs ran and succeeded", set(statuses.values()) == {"0"}, statuses)
     check_file_cache("a late trace-cmd record finds a file_cache for every cookie",
                      parse_trace(s["LATE"]), "uu_chain", reader_start=True)

@@ -44,6 +44,24 @@ result message "$(dmesg | grep -c 'user_unwind: tracefs options directory not fo
 # The events enabled before the module is loaded (set_event ":mod:", which enables them
 # while the module is still COMING, before its init), with a task making traced system
 # calls all along: requests must wait for init, then start by themselves.
+# Another filesystem on the options path (a tmpfs, an instance's options bind-mounted):
+# the module must not create tracefs files in it.
+section LOADFOREIGN
+mount -t tmpfs tmpfs $T/options
+insmod /lib/modules/user_unwind.ko 2>/dev/null
+result tmpfs_status $?
+result tmpfs_files "$(ls $T/options | wc -l)"
+umount $T/options
+mkdir $T/instances/bar
+mount -o bind $T/instances/bar/options $T/options
+insmod /lib/modules/user_unwind.ko 2>/dev/null
+result bind_status $?
+result bind_file "$([ -e $T/instances/bar/options/userstacktrace_delay ] && echo yes || echo no)"
+umount $T/options
+rmdir $T/instances/bar
+result in_modules "$(grep -c '^user_unwind ' /proc/modules)"
+result message "$(dmesg | grep -c "is not the options directory of tracefs's top instance")"
+
 section INSMOD
 dmesg -c >/dev/null
 echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
@@ -120,24 +138,37 @@ echo 0 >/sys/kernel/debug/kprobes/enabled
 traced DLOPEN_DISARMED 'id == 110' uu_dl 30
 echo 1 >/sys/kernel/debug/kprobes/enabled
 
-# A reader that switches tracing off, clears the buffer and switches it on again, with no
-# stack in between: the files of the next stacks were seen before, and must be explained
-# again.
+# A reader that switches tracing off, clears the buffer and switches it on again while a
+# task keeps running, with no stack in between: the files of its next stacks were seen
+# before the clear, and must be explained again.
 echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
 echo 1 >$T/events/raw_syscalls/sys_enter/enable
 echo 1 >$OPT
 echo 1 >$T/tracing_on
-uu_chain 3 >/dev/null
+uu_chain 1000000 20000 >/dev/null &
+reopen=$!
+sleep 0.5
 echo 0 >$T/tracing_on
 echo >$T/trace
 echo 1 >$T/tracing_on
-uu_chain 3 >/dev/null
+sleep 0.5
 echo 0 >$T/tracing_on
+kill $reopen
+wait $reopen 2>/dev/null
 section REOPEN
 cat $T/trace
 echo 0 >$OPT
 echo 0 >$T/events/raw_syscalls/sys_enter/enable
 echo 0 >$T/events/raw_syscalls/sys_enter/filter
+
+# A cookie event that no buffer takes (filtered out here) is counted.
+unrecorded() { sed -n 's/^cookies_unrecorded: //p' $T/user_unwind_stats; }
+before=$(unrecorded)
+echo 'cookie == 0' >$T/events/user_unwind/user_unwind_cookie/filter
+traced FILTERED 'id == 110' uu_chain 10
+echo 0 >$T/events/user_unwind/user_unwind_cookie/filter
+section UNRECORDED
+result delta $(($(unrecorded) - before))
 
 # Instances: the user_unwind events in instance "foo" only, the triggering event in the
 # top instance only; then the triggering event in both.
@@ -165,6 +196,10 @@ rmdir $T/instances/foo
 result instance_removed $?
 echo 0 >$T/events/raw_syscalls/sys_enter/enable
 echo 0 >$T/events/raw_syscalls/sys_enter/filter
+
+# One stack naming 40 files (one file opened and mapped 40 times, a fake frame-pointer
+# chain): at most 16 new file_cache events a stack, the rest in the next ones.
+traced MANY 'id == 110' uu_many 40 6
 
 # Mappings without a file: a named anonymous "JIT" mapping, and the vdso.
 traced NAMED 'id == 110 || id == 228' uu_named 5

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A stack that names many files: the program maps one file N times (N opens, so N struct
+ * files and N file cookies), then makes getppid() calls with a fake frame-pointer chain
+ * whose return addresses lie one in each mapping. The module caps the new file_cache
+ * events of one stack; the rest must follow in later stacks.
+ * Usage: uu_many N CALLS FILE
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MAX_MAPS 200
+
+/* getppid() with %rbp pointing at @chain: the unwinder walks the chain, not the stack. */
+static long uu_fake_chain_syscall(unsigned long *chain)
+{
+	long ret = SYS_getppid;
+
+	asm volatile("push %%rbp\n\t"
+		     "mov %1, %%rbp\n\t"
+		     "syscall\n\t"
+		     "pop %%rbp"
+		     : "+a"(ret) : "r"(chain) : "rcx", "r11", "memory");
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	/* Frames at increasing addresses above the stack pointer, as the unwinder wants. */
+	unsigned long frames[2 * MAX_MAPS + 2];
+	int n = argc > 1 ? atoi(argv[1]) : 40, calls = argc > 2 ? atoi(argv[2]) : 5, i;
+	const char *path = argc > 3 ? argv[3] : "/usr/lib/libuutest.so";
+
+	if (n < 1 || n > MAX_MAPS)
+		return 2;
+	for (i = 0; i < n; i++) {
+		int fd = open(path, O_RDONLY);
+		char *map;
+
+		if (fd < 0)
+			return 1;
+		map = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map == MAP_FAILED)
+			return 1;
+		close(fd);
+		frames[2 * i] = (unsigned long)&frames[2 * i + 2];
+		frames[2 * i + 1] = (unsigned long)map + 16 + i;
+	}
+	frames[2 * n] = 0;
+	frames[2 * n + 1] = 0;
+	printf("uu_many pid %d\n", getpid());
+	fflush(stdout);
+	for (i = 0; i < calls; i++) {
+		uu_fake_chain_syscall(frames);
+		usleep(20000);
+	}
+	return 0;
+}
