@@ -45,6 +45,26 @@ class Elf:
         return None
 
 
+# Trace clocks whose timestamps order events across CPUs (Documentation/trace/ftrace.rst,
+# trace_clock), and those that do not: "local" (the default) and "perf" are per-CPU
+# sched_clock, "x86-tsc" the raw TSC; "uptime" is jiffies, too coarse to order anything.
+COHERENT_CLOCKS = {"global", "counter", "mono", "mono_raw", "boot", "tai"}
+
+
+def clock_warning(text):
+    """A warning when the trace's clock does not order events across CPUs, or is not known.
+    The clock is read from a "# trace_clock: ..." line (what /sys/kernel/tracing/trace_clock
+    reads, the selected one in brackets) that the guest scripts print before a trace."""
+    import re
+    m = re.search(r"^# trace_clock: .*\[(\S+)\]", text, re.M)
+    if m and m.group(1) in COHERENT_CLOCKS:
+        return None
+    clock = m.group(1) if m else "unknown"
+    return (f"warning: trace clock {clock}: a file_cache and the stack that uses it may be "
+            "merged out of order across CPUs; record with a coherent clock "
+            "(echo global > trace_clock, trace-cmd record -C global)")
+
+
 def resolve_stacks(text):
     """(stack header, [(offset, path or None)]) for every user_unwind_stack in `text` (the
     trace file), each file cookie resolved through the latest file_cache before it."""
@@ -83,8 +103,13 @@ def main(argv):
                 return os.path.join(hostdir, path[len(guest.rstrip("/")) + 1:])
         return path
 
+    import sys
     with open(argv[1]) as f:
-        stacks = resolve_stacks(f.read())
+        text = f.read()
+    warning = clock_warning(text)
+    if warning:
+        print(warning, file=sys.stderr)
+    stacks = resolve_stacks(text)
     for header, frames in stacks:
         print(header)
         for i, (off, path) in enumerate(frames):

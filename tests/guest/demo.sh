@@ -15,4 +15,5 @@ echo 0 >$T/options/userstacktrace_delay
 echo 0 >$T/events/raw_syscalls/sys_enter/enable
 set +x
 echo "---- cat $T/trace ----"
+echo "# trace_clock: $(cat $T/trace_clock)"
 grep -v '^#' $T/trace

@@ -46,6 +46,9 @@ result message "$(dmesg | grep -c 'user_unwind: tracefs options directory not fo
 # calls all along: requests must wait for init, then start by themselves.
 # Another filesystem on the options path (a tmpfs, an instance's options bind-mounted):
 # the module must not create tracefs files in it.
+section CLOCK
+echo "# trace_clock: $(cat $T/trace_clock)"
+
 section LOADFOREIGN
 mount -t tmpfs tmpfs $T/options
 insmod /lib/modules/user_unwind.ko 2>/dev/null
@@ -124,8 +127,8 @@ echo 1 >$T/user_unwind_stats 2>/dev/null && result stats_write_accepted yes
 # The known call chain, getppid only.
 traced CHAIN 'id == 110' uu_chain 40
 
-# Steady state: 30 calls 20 ms apart, most of them after the 200 ms that follow a reader's
-# start, during which every stack re-writes its file_cache events.
+# Steady state: 30 calls 20 ms apart, well within the second after which a file seen
+# again gets a reminder file_cache: after the first stack, no file_cache at all.
 traced STEADY 'id == 110' uu_chain 30 20000
 
 # dlopen/dlclose churn: file cookies reused for other libraries.
