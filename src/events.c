@@ -100,4 +100,3 @@ void uu_events_init(void)
 	uu_stack_funcs.binary = event_user_unwind_stack.event.funcs->binary;
 	WRITE_ONCE(event_user_unwind_stack.event.funcs, &uu_stack_funcs);
 }
-

@@ -28,7 +28,6 @@
 #include <linux/pagemap.h>
 #include <linux/printk.h>
 #include <linux/string.h>
-#include <linux/string_helpers.h>
 #include <user_unwind.h>
 
 #include "wrapper/symbols.h"
@@ -46,6 +45,7 @@ static struct kprobe uu_fput_probes[UU_FPUT_PROBES];
 static struct kprobe *uu_fput_probe_ptrs[UU_FPUT_PROBES];
 static char uu_fput_names[UU_FPUT_PROBES][KSYM_NAME_LEN];
 static int uu_nr_fput_probes;
+static int uu_nr_fput_symbols;
 
 static int uu_reset_pre(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
@@ -79,7 +79,9 @@ static unsigned long uu_missed_seen;
 
 static int uu_find_fput(void *data, const char *name, unsigned long addr)
 {
-	if (uu_nr_fput_probes < UU_FPUT_PROBES && uu_is_fput_symbol(name, strlen(name)))
+	if (!uu_is_fput_symbol(name, strlen(name)))
+		return 0;
+	if (uu_nr_fput_symbols++ < UU_FPUT_PROBES)
 		strscpy(uu_fput_names[uu_nr_fput_probes++], name, KSYM_NAME_LEN);
 	return 0;
 }
@@ -94,10 +96,18 @@ int uu_files_init(void)
 {
 	int i, ret;
 
+	uu_nr_fput_probes = 0;
+	uu_nr_fput_symbols = 0;
 	uu_sym.kallsyms_on_each_symbol(uu_find_fput, NULL);
 	if (!uu_nr_fput_probes) {
 		pr_err("no __fput in kallsyms: file cookies could not be told apart\n");
 		return -ENOENT;
+	}
+	if (uu_nr_fput_symbols > UU_FPUT_PROBES) {
+		pr_err("%d copies of __fput, more than the %d the module probes\n",
+		       uu_nr_fput_symbols, UU_FPUT_PROBES);
+		uu_nr_fput_probes = 0;
+		return -E2BIG;
 	}
 	for (i = 0; i < uu_nr_fput_probes; i++) {
 		uu_fput_probes[i].symbol_name = uu_fput_names[i];

@@ -10,9 +10,9 @@ use crate::logic::frames::{file_cookie, name_cookie, CHUNK_FRAMES};
 use crate::logic::seen::{CachedId, FirstSight, Sighting};
 use crate::stats::{self, Stat};
 use crate::Keys;
-use kernel::fs::file::File;
+use core::ptr::NonNull;
+use kernel::bindings;
 use kernel::prelude::*;
-use kernel::sync::aref::ARef;
 
 /// Which files already have their `file_cache` in the trace.
 static SEEN: FirstSight = FirstSight::new();
@@ -93,6 +93,47 @@ struct Named {
 /// plain anonymous memory (cookie 1) rather than with a cookie nobody explains.
 const MAX_NAMES: usize = 4;
 
+/// A reference of the module's own on a `struct file`.
+///
+/// Not the kernel crate's `File`: creating one asserts that every `fdget_pos()` active on
+/// the file took `f_pos_lock`, which nobody can promise for a file another thread of the
+/// task may be reading through an fd (`fdget_pos()` skips the lock when the file count was 1
+/// as it began, before a mapping took its reference). The module needs only a pointer kept
+/// alive: it passes the file to `d_path()` and reads it through the page cache, neither of
+/// which touches `f_pos`.
+///
+/// # Invariants
+///
+/// `self.0` points at a `struct file` on which this value owns one reference.
+struct FileRef(NonNull<bindings::file>);
+
+impl FileRef {
+    /// Takes a reference on `file`.
+    ///
+    /// # Safety
+    ///
+    /// `file` must point at a `struct file` whose refcount is positive for the duration of
+    /// the call.
+    unsafe fn get(file: NonNull<bindings::file>) -> Self {
+        // SAFETY: The refcount is positive, so another reference may be taken.
+        unsafe { bindings::get_file(file.as_ptr()) };
+        // INVARIANT: The reference just taken is this value's.
+        FileRef(file)
+    }
+
+    fn as_ptr(&self) -> *mut bindings::file {
+        self.0.as_ptr()
+    }
+}
+
+impl Drop for FileRef {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant this value owns one reference, dropped once here.
+        // Task context: the callback, which may sleep, so a final `fput()` may run.
+        unsafe { bindings::fput(self.0.as_ptr()) };
+    }
+}
+
 /// Files looked up for one chunk of a stack, each held by a reference until the chunk's
 /// events are written, so none can be freed (and its address reused for another file) in
 /// between; and the names of the file-less mappings the chunk uses. On the stack: nothing
@@ -100,7 +141,7 @@ const MAX_NAMES: usize = 4;
 pub(crate) struct HeldFiles<'k> {
     keys: &'k Keys,
     /// One lookup per frame at most, so a chunk never needs more.
-    files: [Option<ARef<File>>; CHUNK_FRAMES],
+    files: [Option<FileRef>; CHUNK_FRAMES],
     nr_files: usize,
     names: [Option<Named>; MAX_NAMES],
 }
@@ -144,8 +185,11 @@ impl<'k> HeldFiles<'k> {
     ///
     /// `file` must point at a `struct file` with a positive refcount: the caller holds the
     /// lock of a VMA whose `vm_file` it is.
-    pub(crate) unsafe fn hold(&mut self, file: *mut kernel::bindings::file) {
-        if self.files.iter().flatten().any(|f| f.as_ptr() == file) {
+    pub(crate) unsafe fn hold(&mut self, file: *mut bindings::file) {
+        let Some(file) = NonNull::new(file) else {
+            return;
+        };
+        if self.files.iter().flatten().any(|f| f.0 == file) {
             return;
         }
         let Some(slot) = self.files.get_mut(self.nr_files) else {
@@ -153,14 +197,9 @@ impl<'k> HeldFiles<'k> {
             kernel::warn_on!(true);
             return;
         };
-        // SAFETY: The caller guarantees `file` is valid with a positive refcount for now;
-        // `ARef::from` takes a reference of our own before the VMA lock is dropped.
-        // `from_raw_file` also asks that no `fdget_pos` caller relies on `f_pos` not being
-        // shared with another thread: the module only passes the file to `d_path()`, and
-        // reads it through the page cache (`uu_file_read()`), neither of which touches
-        // `f_pos` or the file position lock, so it cannot break anyone's `fdget_pos`
-        // assumptions.
-        *slot = Some(ARef::from(unsafe { File::from_raw_file(file) }));
+        // SAFETY: The caller guarantees `file` is valid with a positive refcount for now; the
+        // reference of our own is taken before the VMA lock is dropped.
+        *slot = Some(unsafe { FileRef::get(file) });
         self.nr_files += 1;
     }
 
@@ -280,7 +319,7 @@ enum Action {
 /// A held file read through the page cache (`uu_file_read()`); notes whether a page was
 /// not cached.
 struct FileReader<'a> {
-    file: &'a File,
+    file: &'a FileRef,
     uncached: bool,
 }
 
@@ -306,7 +345,7 @@ impl ReadAt for FileReader<'_> {
 /// when the cache does not know it, read from the file's cached pages (none when they are
 /// not cached; a reminder tries again). Returns what the event said of the build-id, for
 /// the cache.
-fn emit(file: &File, cookie: u64, buf: &mut [u8], cached: CachedId) -> CachedId {
+fn emit(file: &FileRef, cookie: u64, buf: &mut [u8], cached: CachedId) -> CachedId {
     let id = match cached {
         CachedId::Unknown => {
             let mut reader = FileReader {

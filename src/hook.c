@@ -8,7 +8,9 @@
  * deferred unwinder for the user stack and records the cookie; it never allocates, sleeps or
  * faults. The cookie event is a nested ring-buffer write: it lands right after the event that
  * triggered it (before it, when that event sits in the per-CPU buffered event of a
- * filtered or soft-disabled file).
+ * filtered file; a soft-disabled or filtered-out event is discarded before the export runs
+ * and gets no cookie). The cookie event's own commit passes through the hook too, which is
+ * how a cookie that no buffer took is counted (cookies_unrecorded).
  *
  * The hook is registered while the user_unwind_cookie event is enabled in some instance
  * (its reg/unreg callbacks) and the module's init has finished: the module's events exist
@@ -214,4 +216,3 @@ void uu_hook_exit(void)
 	synchronize_rcu();
 	uu_sym.unwind_deferred_cancel(&uu_work);
 }
-

@@ -55,6 +55,7 @@ static int uu_stats_show(struct seq_file *m, void *v)
 		seq_printf(m, "%s: %llu\n", uu_stat_names[stat], uu_stat_read(stat));
 	return 0;
 }
+
 static int uu_stats_open(struct inode *inode, struct file *file)
 {
 	return single_open(file, uu_stats_show, inode->i_private);
