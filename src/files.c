@@ -259,6 +259,9 @@ const char *uu_file_path(struct file *file, char *buf, int len)
  * callback runs on the task's way back to user space). Only regular files: a mapped
  * device may have side effects on read; and never secretmem (memfd_secret()).
  *
+ * The guest tests cannot show the -EAGAIN path: the guest's root is an initramfs, whose
+ * pages never leave the page cache, and the test kernel has no block device.
+ *
  * Context: task.
  * Return: bytes read (at most up to the end of the page at @offset), 0 at the end of the
  * file, -EAGAIN when the page is not cached, or another negative errno.

@@ -2,8 +2,9 @@
 /*
  * A stack that names many files: the program maps one file N times (N opens, so N struct
  * files and N file cookies), then makes getppid() calls with a fake frame-pointer chain
- * whose return addresses lie one in each mapping. The module caps the new file_cache
- * events of one stack; the rest must follow in later stacks.
+ * whose return addresses lie one in each mapping, then UU_UNMAPPED frames in one unmapped
+ * page. The module caps the new file_cache events of one stack; the rest must follow in
+ * later stacks. The unmapped frames come out as raw addresses with file cookie 0.
  * Usage: uu_many N CALLS FILE
  */
 #include <fcntl.h>
@@ -14,6 +15,9 @@
 #include <unistd.h>
 
 #define MAX_MAPS 200
+#define UU_UNMAPPED 3
+/* A page below every mapping: mmap_min_addr keeps the first 64 KiB unmapped. */
+#define UU_UNMAPPED_AT 0x1000UL
 
 /* getppid() with %rbp pointing at @chain: the unwinder walks the chain, not the stack. */
 static long uu_fake_chain_syscall(unsigned long *chain)
@@ -31,7 +35,7 @@ static long uu_fake_chain_syscall(unsigned long *chain)
 int main(int argc, char **argv)
 {
 	/* Frames at increasing addresses above the stack pointer, as the unwinder wants. */
-	unsigned long frames[2 * MAX_MAPS + 2];
+	unsigned long frames[2 * (MAX_MAPS + UU_UNMAPPED) + 2];
 	int n = argc > 1 ? atoi(argv[1]) : 40, calls = argc > 2 ? atoi(argv[2]) : 5, i;
 	const char *path = argc > 3 ? argv[3] : "/usr/lib/libuutest.so";
 
@@ -50,8 +54,12 @@ int main(int argc, char **argv)
 		frames[2 * i] = (unsigned long)&frames[2 * i + 2];
 		frames[2 * i + 1] = (unsigned long)map + 16 + i;
 	}
-	frames[2 * n] = 0;
-	frames[2 * n + 1] = 0;
+	for (i = n; i < n + UU_UNMAPPED; i++) {
+		frames[2 * i] = (unsigned long)&frames[2 * i + 2];
+		frames[2 * i + 1] = UU_UNMAPPED_AT + 8 * (i - n);
+	}
+	frames[2 * i] = 0;
+	frames[2 * i + 1] = 0;
 	printf("uu_many pid %d\n", getpid());
 	fflush(stdout);
 	for (i = 0; i < calls; i++) {
