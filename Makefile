@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # user_unwind: `make demo` and `make check` set everything up (scripts/setup.sh) and run.
+# `make module KDIR=debian` builds for Debian's stock kernel (scripts/stock-kernel.sh);
 # `make module KDIR=/path/to/prepared/kernel` builds against your own kernel tree.
 
 KDIR ?=
@@ -12,7 +13,9 @@ setup:
 	@scripts/setup.sh
 	@scripts/build-kernel.sh
 
-module: setup
+module:
+	@scripts/setup.sh
+	@if [ -z "$(KDIR)" ]; then scripts/build-kernel.sh; fi
 	@KDIR=$(KDIR) scripts/build-module.sh
 
 host-test:

@@ -1,9 +1,41 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Build user_unwind.ko out of tree, with CLIPPY=1, against $KDIR or the cached test kernel.
-# Fails on any compiler or clippy warning. `build-module.sh clean` removes the objects.
+# Build user_unwind.ko out of tree, with CLIPPY=1: against the cached test kernel (the
+# default; LLVM=-19 and the rustup toolchain, as the kernel was built), against Debian's
+# stock kernel (KDIR=debian: GCC 14, rustc 1.85.1 and bindgen 0.71.1 from the Debian root
+# scripts/stock-kernel.sh prepares; a copy of the sources is built in $CACHE/module/debian-*),
+# or against any prepared
+# tree (KDIR=/path, with the toolchain on PATH). Fails on any compiler or clippy warning.
+# `build-module.sh clean` removes the objects.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+if [ "${KDIR:-}" = debian ]; then
+	"$ROOT/scripts/stock-kernel.sh"
+	OUT=$(stock_module_dir)
+	mkdir -p "$OUT"
+	if [ "${1:-}" = clean ]; then
+		rm -rf "$OUT"
+		exit 0
+	fi
+	# The sources alone, copied: the clone also holds the test kernel's objects, and a
+	# separate output folder (MO=) wants a clean source tree.
+	rm -rf "$OUT/src" && mkdir -p "$OUT/src"
+	(cd "$ROOT" && find Kbuild src include -name Kbuild -o -name '*.[ch]' -o -name '*.rs') |
+		(cd "$ROOT" && cpio -pdm --quiet "$OUT/src")
+	rv=$(in_stock_root rustc --version | awk '{print $2}')
+	in_stock_root make -C "$(stock_build_dir)" M="$OUT/src" \
+		CC=x86_64-linux-gnu-gcc-14 HOSTCC=x86_64-linux-gnu-gcc-14 \
+		RUST_LIB_SRC="/usr/src/rustc-$rv/library" CLIPPY=1 modules >"$log" 2>&1 ||
+		{ cat "$log" >&2; die "module build for Debian's $DEBIAN_KERNEL failed"; }
+	! grep -E 'warning:|error:' "$log" >&2 || die "module build for Debian's kernel has warnings"
+	cp "$OUT/src/user_unwind.ko" "$OUT/user_unwind.ko"
+	say "built $OUT/user_unwind.ko for Debian's $DEBIAN_KERNEL"
+	exit 0
+fi
 
 KDIR=${KDIR:-$(kernel_build_dir)}
 [ -f "$KDIR/Makefile" ] || die "no prepared kernel tree at $KDIR: run make setup, or pass KDIR="
@@ -11,8 +43,6 @@ if [ "${1:-}" = clean ]; then
 	make -C "$KDIR" M="$ROOT" LLVM="$LLVM_SUFFIX" clean >/dev/null
 	exit 0
 fi
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
 if ! make -C "$KDIR" M="$ROOT" LLVM="$LLVM_SUFFIX" RUST_LIB_SRC="$(rust_lib_src)" CLIPPY=1 \
 	modules >"$log" 2>&1; then
 	cat "$log" >&2

@@ -67,16 +67,22 @@ for f in src/*.c src/*.h src/wrapper/*.c src/wrapper/*.h include/*.h; do
 done
 stage checkpatch "$ok" "$ko"
 
+# e2e NAME KERNEL: the end-to-end suite in a guest booting KERNEL (test or debian).
+e2e() {
+	local log=$LOGS/$1.log ok ko
+	tests/e2e.py --kernel "$2" >"$log" 2>&1
+	grep -E '^not ok' "$log"
+	ok=$(grep -c '^ok - ' "$log")
+	ko=$(grep -c '^not ok - ' "$log")
+	grep -q '^e2e: ' "$log" || { tail -n 30 "$log"; ko=$((ko + 1)); }
+	grep -E '^# skipped' "$log"
+	stage "$1" "$ok" "$ko"
+}
+
 # The guest: end-to-end tests, and the KUnit suite that ran at insmod.
 if [ -f user_unwind.ko ]; then
-	tests/e2e.py >"$LOGS/e2e.log" 2>&1
-	grep -E '^not ok' "$LOGS/e2e.log"
-	ok=$(grep -c '^ok - ' "$LOGS/e2e.log")
-	ko=$(grep -c '^not ok - ' "$LOGS/e2e.log")
-	grep -q '^e2e: ' "$LOGS/e2e.log" || { tail -n 30 "$LOGS/e2e.log"; ko=$((ko + 1)); }
-	stage e2e "$ok" "$ko"
-
-	kunit=$CACHE/prog/kunit.log
+	e2e e2e test
+	kunit=$CACHE/prog/kunit-test.log
 	python3 "$SRC/tools/testing/kunit/kunit.py" parse "$kunit" >"$LOGS/kunit.log" 2>&1
 	summary=$(sed 's/\x1b\[[0-9;]*m//g' "$LOGS/kunit.log" | grep -E 'Ran [0-9]+ tests' | tail -n1)
 	ok=$(echo "$summary" | grep -oE 'passed: [0-9]+' | grep -oE '[0-9]+' || echo 0)
@@ -90,6 +96,16 @@ if [ -f user_unwind.ko ]; then
 else
 	stage e2e 0 1
 	stage kunit 0 1
+fi
+
+# Debian's stock kernel: the module built with Debian's own toolchain, the same suite in a
+# guest booting Debian's vmlinuz (KUnit is not in its config).
+one stock-build stock-build.log env KDIR=debian scripts/build-module.sh
+if [ -f "$(stock_module_dir)/user_unwind.ko" ] && [ "$(tail -n1 "$LOGS/stock-build.log")" != "" ] &&
+	grep -q "built .* for Debian" "$LOGS/stock-build.log"; then
+	e2e e2e-debian debian
+else
+	stage e2e-debian 0 1
 fi
 
 echo "$passed passed, $failed failed"

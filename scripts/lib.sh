@@ -10,6 +10,14 @@ BINDGEN_VERSION=0.71.1
 export LIBCLANG_PATH=/usr/lib/llvm${LLVM_SUFFIX}/lib
 export PATH="$CACHE/cargo/bin:$PATH"
 
+# Debian's stock kernel, the second target (scripts/stock-kernel.sh): its release as
+# `uname -r` says it, the package version, the suite that carries it, and the Debian release
+# whose toolchain built it. The next Debian kernel is a change of these lines.
+DEBIAN_KERNEL=7.3.4+deb13-amd64
+DEBIAN_KERNEL_VERSION=7.3.4-1~bpo13+1
+DEBIAN_KERNEL_SUITE=trixie-backports
+DEBIAN_TOOLS_SUITE=trixie
+
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
@@ -36,7 +44,102 @@ kernel_build_dir() { echo "$CACHE/kbuild/linux-$KERNEL_SERIES"; }
 
 rust_lib_src() { echo "$CACHE/rust-src-$(rustc_version)/usr/src/rustc-$(rustc_version)/library"; }
 
+# The mirror the machine's own Debian sources name: every download goes there.
+debian_mirror() {
+	local uri
+	uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+	[ -n "$uri" ] || uri=$(awk '/^deb / && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+	[ -n "$uri" ] || die "no Debian mirror found in /etc/apt/sources.list.d/debian.sources"
+	echo "$uri"
+}
+
+# A private apt configuration that adds $DEBIAN_KERNEL_SUITE without touching the system's
+# apt state. Sets APT and APT_OPTS.
+APT="$CACHE/apt"
+private_apt() {
+	mkdir -p "$APT/lists/partial" "$APT/cache/archives/partial" "$APT/debs" "$APT/parts"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(debian_mirror) $DEBIAN_KERNEL_SUITE main" \
+		>"$APT/sources.list"
+	APT_OPTS=(-o Dir::Etc::sourcelist="$APT/sources.list" -o Dir::Etc::sourceparts="$APT/parts"
+		-o Dir::Etc::preferencesparts="$APT/parts" -o Dir::State::Lists="$APT/lists"
+		-o Dir::Cache="$APT/cache" -o APT::Sandbox::User=root)
+	if [ ! -e "$APT/updated" ]; then
+		say "fetching the $DEBIAN_KERNEL_SUITE package lists (private apt configuration)"
+		apt-get "${APT_OPTS[@]}" update -qq || die "private apt-get update failed"
+		touch "$APT/updated"
+	fi
+}
+
+# Download one package (name=version optional) into $APT/debs, once; prints its path.
+fetch_deb() {
+	local spec=$1 name=${1%%=*} ver=${1#*=}
+	[ "$ver" = "$1" ] && ver=
+	if ! ls "$APT/debs/${name}_${ver//:/%3a}"*.deb >/dev/null 2>&1; then
+		say "downloading $spec"
+		(cd "$APT/debs" && apt-get "${APT_OPTS[@]}" download "$spec" >/dev/null) ||
+			die "apt-get download $spec failed"
+	fi
+	ls "$APT/debs/${name}_${ver//:/%3a}"*.deb | head -n1
+}
+
 kmake() {
 	make -C "$(kernel_src)" O="$(kernel_build_dir)" LLVM="$LLVM_SUFFIX" \
 		RUST_LIB_SRC="$(rust_lib_src)" "$@"
 }
+
+# Debian's stock kernel (scripts/stock-kernel.sh).
+stock_root() { echo "$CACHE/$DEBIAN_TOOLS_SUITE-root"; }
+stock_build_dir() { echo "$CACHE/kbuild/debian-$DEBIAN_KERNEL"; }
+stock_pkgs() { echo "$CACHE/debian-$DEBIAN_KERNEL"; }
+stock_headers() { echo "$(stock_pkgs)/headers/usr/src/linux-headers-$DEBIAN_KERNEL"; }
+stock_vmlinuz() { echo "$(stock_pkgs)/binary/usr/lib/modules/$DEBIAN_KERNEL/vmlinuz"; }
+
+# Runs a command in the toolchain root, with the cache and the clone at their own paths.
+# A private mount namespace: nothing of it outlives the command, nothing of the host changes.
+in_stock_root() {
+	local r
+	r=$(stock_root)
+	mkdir -p "$r$CACHE" "$r$ROOT"
+	cp /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null || true
+	unshare -m --propagation private -- sh -c '
+		r=$1 cache=$2 root=$3
+		shift 3
+		mount -t proc proc "$r/proc" && mount --rbind /dev "$r/dev" &&
+		mount --bind "$cache" "$r$cache" && mount --bind "$root" "$r$root" &&
+		exec chroot "$r" env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+			LANG=C.UTF-8 "$@"' sh "$r" "$CACHE" "$ROOT" "$@"
+}
+
+# Downloads and unpacks Debian's kernel image and headers, once.
+stock_fetch() {
+	local pkgs deb
+	pkgs=$(stock_pkgs)
+	[ -f "$(stock_headers)/Module.symvers" ] && [ -f "$(stock_vmlinuz)" ] && return 0
+	private_apt
+	rm -rf "$pkgs" && mkdir -p "$pkgs/headers" "$pkgs/binary"
+	deb=$(fetch_deb "linux-headers-$DEBIAN_KERNEL=$DEBIAN_KERNEL_VERSION")
+	dpkg-deb -x "$deb" "$pkgs/headers"
+	deb=$(fetch_deb "linux-binary-$DEBIAN_KERNEL=$DEBIAN_KERNEL_VERSION")
+	dpkg-deb -x "$deb" "$pkgs/binary"
+	[ -f "$(stock_headers)/Module.symvers" ] || die "linux-headers-$DEBIAN_KERNEL has no Module.symvers"
+	[ -f "$(stock_vmlinuz)" ] || die "linux-binary-$DEBIAN_KERNEL has no vmlinuz"
+}
+
+# make in the kernel source for the stock kernel's prepared tree, with Debian's toolchain.
+stock_make() {
+	local rv
+	rv=$(in_stock_root rustc --version | awk '{print $2}')
+	in_stock_root make -C "$(kernel_src)" O="$(stock_build_dir)" \
+		CC=x86_64-linux-gnu-gcc-14 HOSTCC=x86_64-linux-gnu-gcc-14 \
+		RUST_LIB_SRC="/usr/src/rustc-$rv/library" LOCALVERSION="+${DEBIAN_KERNEL#*+}" "$@"
+}
+
+# What the prepared stock tree depends on.
+stock_key() {
+	{
+		echo "$DEBIAN_KERNEL $DEBIAN_KERNEL_VERSION"
+		cat "$CACHE/linux-src.version"
+		in_stock_root sh -c 'rustc --version; bindgen --version; x86_64-linux-gnu-gcc-14 --version | head -n1; pahole --version'
+	} | sha256sum | cut -c1-16
+}
+stock_module_dir() { echo "$CACHE/module/debian-$DEBIAN_KERNEL"; }

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Boot the test kernel under QEMU and run one command in it.
+# Boot the test kernel, or Debian's stock kernel, under QEMU and run one command in it.
 #
-#   scripts/run-guest.sh [--add HOST_PATH:GUEST_PATH]... [--smp N] [--log FILE] -- COMMAND...
+#   scripts/run-guest.sh [--kernel test|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N]
+#                        [--log FILE] -- COMMAND...
 #
+# --kernel debian boots Debian's own vmlinuz ($DEBIAN_KERNEL, scripts/stock-kernel.sh) with
+# the module built for it (make module KDIR=debian).
 # The guest has busybox, trace-cmd, the test programs, tracefs at /sys/kernel/tracing and the
 # module at /lib/modules/user_unwind.ko (not inserted). COMMAND runs with /bin/sh -c; its
 # output is printed and its exit status is this script's. The whole serial console goes to
@@ -11,10 +14,11 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-usage() { die "usage: run-guest.sh [--add HOST_PATH:GUEST_PATH]... [--smp N] [--log FILE] -- COMMAND..."; }
-adds=() smp=2 log=
+usage() { die "usage: run-guest.sh [--kernel test|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N] [--log FILE] -- COMMAND..."; }
+adds=() smp=2 log= kernel=test
 while (($#)); do
 	case $1 in
+	--kernel) [ $# -ge 2 ] || usage; kernel=$2; shift 2 ;;
 	--add) [ $# -ge 2 ] || usage; adds+=("$2"); shift 2 ;;
 	--smp) [ $# -ge 2 ] || usage; smp=$2; shift 2 ;;
 	--log) [ $# -ge 2 ] || usage; log=$2; shift 2 ;;
@@ -24,12 +28,23 @@ while (($#)); do
 done
 (($#)) || usage
 
-KBUILD=$(kernel_build_dir)
-BZIMAGE=$KBUILD/arch/x86/boot/bzImage
-KO=${UU_MODULE:-$ROOT/user_unwind.ko}
-[ "$(cat "$KBUILD/.done" 2>/dev/null)" = "$(kernel_key)" ] ||
-	die "test kernel not built or out of date: run make setup"
-[ -f "$KO" ] || die "module not built: run make module"
+case $kernel in
+test)
+	KBUILD=$(kernel_build_dir)
+	BZIMAGE=$KBUILD/arch/x86/boot/bzImage
+	KO=${UU_MODULE:-$ROOT/user_unwind.ko}
+	[ "$(cat "$KBUILD/.done" 2>/dev/null)" = "$(kernel_key)" ] ||
+		die "test kernel not built or out of date: run make setup"
+	[ -f "$KO" ] || die "module not built: run make module"
+	;;
+debian)
+	BZIMAGE=$(stock_vmlinuz)
+	KO=${UU_MODULE:-$(stock_module_dir)/user_unwind.ko}
+	[ -f "$BZIMAGE" ] || die "Debian's kernel not fetched: run make module KDIR=debian"
+	[ -f "$KO" ] || die "module not built for Debian's kernel: run make module KDIR=debian"
+	;;
+*) usage ;;
+esac
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/uu-guest.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -6,7 +6,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev libssl-dev cpio
-	make gcc xz-utils qemu-system-x86 busybox-static trace-cmd binutils python3 perl)
+	make gcc xz-utils qemu-system-x86 busybox-static trace-cmd binutils python3 perl
+	debootstrap)
 
 mkdir -p "$CACHE"
 command -v rustc >/dev/null || die "rustc not found: install Rust with rustup (the kernel needs >= 1.85)"
@@ -27,38 +28,6 @@ if ((${#missing[@]})); then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
 		>/dev/null || die "apt-get install ${missing[*]} failed"
 fi
-
-# A private apt configuration that adds trixie-backports without touching the system's apt
-# state. The mirror is the one the machine's own Debian sources name.
-APT="$CACHE/apt"
-private_apt() {
-	local uri
-	uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-	[ -n "$uri" ] || uri=$(awk '/^deb / && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
-	[ -n "$uri" ] || die "no Debian mirror found in /etc/apt/sources.list.d/debian.sources"
-	mkdir -p "$APT/lists/partial" "$APT/cache/archives/partial" "$APT/debs" "$APT/parts"
-	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri trixie-backports main" \
-		>"$APT/sources.list"
-	APT_OPTS=(-o Dir::Etc::sourcelist="$APT/sources.list" -o Dir::Etc::sourceparts="$APT/parts"
-		-o Dir::Etc::preferencesparts="$APT/parts" -o Dir::State::Lists="$APT/lists"
-		-o Dir::Cache="$APT/cache" -o APT::Sandbox::User=root)
-	if [ ! -e "$APT/updated" ]; then
-		say "fetching the trixie-backports package lists (private apt configuration)"
-		apt-get "${APT_OPTS[@]}" update -qq || die "private apt-get update failed"
-		touch "$APT/updated"
-	fi
-}
-
-# Download one package (name=version optional) into $APT/debs, once.
-fetch_deb() {
-	local spec=$1 name=${1%%=*}
-	if ! ls "$APT/debs/${name}_"*.deb >/dev/null 2>&1; then
-		say "downloading $spec"
-		(cd "$APT/debs" && apt-get "${APT_OPTS[@]}" download "$spec" >/dev/null) ||
-			die "apt-get download $spec failed"
-	fi
-	ls "$APT/debs/${name}_"*.deb | head -n1
-}
 
 RV=$(rustc_version)
 RUST_SRC_DIR="$CACHE/rust-src-$RV"

@@ -66,6 +66,7 @@ mod ffi {
         pub(crate) fn uu_stat_add(stat: u32, n: core::ffi::c_ulong);
         pub(crate) fn uu_files_check() -> bool;
         pub(crate) fn uu_files_resets_probed() -> bool;
+        #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
         pub(crate) fn uu_stat_read(stat: u32) -> u64;
         pub(crate) fn uu_emit_stack(
             cookie: u64,
@@ -91,7 +92,9 @@ mod ffi {
             len: usize,
         ) -> core::ffi::c_long;
         pub(crate) fn uu_vma_name(vma: *mut c_void, buf: *mut u8, len: c_int) -> c_int;
+        #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
         pub(crate) fn uu_kernel_siphash(data: *const u8, len: usize, key: *const u64) -> u64;
+        #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
         pub(crate) fn uu_kernel_siphash_1u64(value: u64, key: *const u64) -> u64;
     }
 }

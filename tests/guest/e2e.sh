@@ -205,6 +205,8 @@ echo 0 >$T/events/raw_syscalls/sys_enter/filter
 traced MANY 'id == 110' uu_many 40 6
 
 # Mappings without a file: a named anonymous "JIT" mapping, and the vdso.
+section ANON_NAMES
+result anon_names "$(uu_named 0 | grep -c 'no anonymous VMA names')"
 traced NAMED 'id == 110 || id == 228' uu_named 5
 
 # Paths: a deleted executable, and one whose path does not fit the event.
