@@ -12,6 +12,7 @@
 
 /* src/wrapper/symbols.c: the unexported kernel API, resolved at load. Task context. */
 int uu_symbols_init(void);
+int uu_test_static_calls(void);	/* KUnit only: static calls not at their function */
 
 /* src/hook.c: the request hook and the deferred callback. */
 int uu_hook_init(void);		/* task context, may sleep */

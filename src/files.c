@@ -98,7 +98,7 @@ int uu_files_init(void)
 
 	uu_nr_fput_probes = 0;
 	uu_nr_fput_symbols = 0;
-	uu_sym.kallsyms_on_each_symbol(uu_find_fput, NULL);
+	uu_call(kallsyms_on_each_symbol)(uu_find_fput, NULL);
 	if (!uu_nr_fput_probes) {
 		pr_err("no __fput in kallsyms: file cookies could not be told apart\n");
 		return -ENOENT;

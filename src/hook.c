@@ -78,7 +78,7 @@ static void uu_export_write(struct trace_export *export, const void *entry,
 		return;
 
 	__this_cpu_or(uu_hook_busy, bit);
-	if (uu_sym.unwind_deferred_request(&uu_work, &cookie) >= 0) {
+	if (uu_call(unwind_deferred_request)(&uu_work, &cookie) >= 0) {
 		int level = interrupt_context_level();
 		unsigned long commits = this_cpu_read(uu_cookie_commits[level]);
 
@@ -180,7 +180,7 @@ bool uu_hook_requesting(void)
  */
 int uu_hook_init(void)
 {
-	return uu_sym.unwind_deferred_init(&uu_work, uu_unwind_callback);
+	return uu_call(unwind_deferred_init)(&uu_work, uu_unwind_callback);
 }
 
 /**
@@ -214,5 +214,5 @@ void uu_hook_exit(void)
 		uu_hook_update();
 	}
 	synchronize_rcu();
-	uu_sym.unwind_deferred_cancel(&uu_work);
+	uu_call(unwind_deferred_cancel)(&uu_work);
 }

@@ -176,9 +176,9 @@ int uu_option_init(bool enable)
 void uu_option_exit(void)
 {
 	if (uu_stats_dentry)
-		uu_sym.tracefs_remove(uu_stats_dentry);
+		uu_call(tracefs_remove)(uu_stats_dentry);
 	if (uu_option_dentry)
-		uu_sym.tracefs_remove(uu_option_dentry);
+		uu_call(tracefs_remove)(uu_option_dentry);
 	uu_stats_dentry = NULL;
 	uu_option_dentry = NULL;
 	uu_option_set(false);

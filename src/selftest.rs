@@ -109,6 +109,14 @@ mod tests {
         assert_eq!(read(Stat::EmptyStacks), before + 1);
     }
 
+    /// The unexported functions are reached through static calls patched to direct calls
+    /// and jumps (no indirect branch for IBT to trap): each points at what kallsyms says.
+    #[test]
+    fn static_calls_point_at_the_kernel_functions() {
+        // SAFETY: Task context, after module init resolved the symbols.
+        assert_eq!(unsafe { ffi::uu_test_static_calls() }, 0);
+    }
+
     #[test]
     fn fput_clones_are_recognised() {
         use crate::logic::ksym::is_fput_symbol;

@@ -68,6 +68,8 @@ mod ffi {
         pub(crate) fn uu_files_resets_probed() -> bool;
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
         pub(crate) fn uu_stat_read(stat: u32) -> u64;
+        #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
+        pub(crate) fn uu_test_static_calls() -> c_int;
         pub(crate) fn uu_emit_stack(
             cookie: u64,
             start: u16,

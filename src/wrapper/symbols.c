@@ -1,51 +1,38 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Resolve the deferred-unwind API, which Linux 7.3 does not export to modules.
+ * Resolve the deferred-unwind API, which Linux 7.3 does not export to modules, and the few
+ * other unexported symbols the module needs.
  *
  * As lttng-modules does (src/wrapper/kallsyms.c): a kprobe on kallsyms_lookup_name gives
- * that function's address; it then looks up the others. On a kernel that exports the
- * unwind API, build with UU_DIRECT_UNWIND_API and those calls link directly;
- * tracefs_remove(), kallsyms_on_each_symbol() and the kprobes_all_disarmed flag are still
- * looked up (no kernel exports them; the flag needs CONFIG_KALLSYMS_ALL).
+ * that function's address; it then looks up the others. Each function is reached through a
+ * static call (symbols.h), so every call is direct, IBT or not. On a kernel that exports the
+ * unwind API, build with UU_DIRECT_UNWIND_API and those static calls point at the linked
+ * functions; tracefs_remove(), kallsyms_on_each_symbol() and the kprobes_all_disarmed flag
+ * are still looked up (no kernel exports them; the flag needs CONFIG_KALLSYMS_ALL).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/kprobes.h>
 #include <linux/printk.h>
-#include <linux/tracefs.h>
-#include <linux/unwind_deferred.h>
 #include <user_unwind.h>
-
-#ifdef CONFIG_X86_KERNEL_IBT
-#include <asm/cpufeature.h>
-#endif
 
 #include "symbols.h"
 
+DEFINE_STATIC_CALL_NULL(uu_unwind_deferred_init, unwind_deferred_init);
+DEFINE_STATIC_CALL_NULL(uu_unwind_deferred_request, unwind_deferred_request);
+DEFINE_STATIC_CALL_NULL(uu_unwind_deferred_cancel, unwind_deferred_cancel);
+DEFINE_STATIC_CALL_NULL(uu_tracefs_remove, tracefs_remove);
+DEFINE_STATIC_CALL_NULL(uu_kallsyms_on_each_symbol, kallsyms_on_each_symbol);
+DEFINE_STATIC_CALL_NULL(uu_kallsyms_lookup_name, kallsyms_lookup_name);
+
 struct uu_symbols uu_sym;
-
-#define UU_WANT(sym) { #sym, (void **)&uu_sym.sym }
-
-static const struct {
-	const char *name;
-	void **addr;
-} uu_wanted[] = {
-#ifndef UU_DIRECT_UNWIND_API
-	UU_WANT(unwind_deferred_init),
-	UU_WANT(unwind_deferred_request),
-	UU_WANT(unwind_deferred_cancel),
-#endif
-	UU_WANT(tracefs_remove),
-	UU_WANT(kallsyms_on_each_symbol),
-	UU_WANT(kprobes_all_disarmed),
-};
 
 static int uu_kprobe_pre(struct kprobe *p, struct pt_regs *regs)
 {
 	return 0;
 }
 
-static unsigned long (*uu_find_kallsyms_lookup_name(void))(const char *)
+static void *uu_find_kallsyms_lookup_name(void)
 {
 	struct kprobe probe = {
 		.symbol_name = "kallsyms_lookup_name",
@@ -60,37 +47,40 @@ static unsigned long (*uu_find_kallsyms_lookup_name(void))(const char *)
 	return addr;
 }
 
+/* The address of @name, or NULL with a message. */
+static void *uu_lookup(const char *name)
+{
+	void *addr = (void *)static_call(uu_kallsyms_lookup_name)(name);
+
+	if (!addr)
+		pr_err("kernel symbol %s not found\n", name);
+	return addr;
+}
+
+/* Points static call @name at the kernel function @sym found through kallsyms. */
+#define uu_resolve(name, sym) ({					\
+	void *__addr = uu_lookup(#sym);					\
+									\
+	if (__addr)							\
+		static_call_update(name, (typeof(&sym))__addr);		\
+	__addr;								\
+})
+
 /**
- * uu_symbols_init - fill uu_sym
+ * uu_symbols_init - point the static calls at the kernel's functions, and fill uu_sym
  *
  * Context: task, may sleep.
- * Return: 0; -EOPNOTSUPP without CONFIG_UNWIND_USER or kprobes, -ENOENT when a symbol cannot be found,
- * -EOPNOTSUPP when indirect branch tracking would trap the calls.
+ * Return: 0; -EOPNOTSUPP without CONFIG_UNWIND_USER or kprobes, -ENOENT when a symbol
+ * cannot be found.
  */
 int uu_symbols_init(void)
 {
-	unsigned long (*lookup)(const char *name);
-	int i;
+	void *lookup;
 
-#ifdef UU_DIRECT_UNWIND_API
-	uu_sym.unwind_deferred_init = unwind_deferred_init;
-	uu_sym.unwind_deferred_request = unwind_deferred_request;
-	uu_sym.unwind_deferred_cancel = unwind_deferred_cancel;
-#endif
 	if (!IS_ENABLED(CONFIG_UNWIND_USER)) {
 		pr_err("kernel built without CONFIG_UNWIND_USER: no deferred unwinder\n");
 		return -EOPNOTSUPP;
 	}
-#ifdef CONFIG_X86_KERNEL_IBT
-	/*
-	 * The functions below are never address-taken in the kernel, so IBT seals their
-	 * ENDBR at boot and an indirect call to them traps. Refuse rather than crash.
-	 */
-	if (cpu_feature_enabled(X86_FEATURE_IBT)) {
-		pr_err("indirect branch tracking is on: cannot call the unexported unwind API (boot with ibt=off)\n");
-		return -EOPNOTSUPP;
-	}
-#endif
 	if (!IS_ENABLED(CONFIG_KPROBES)) {
 		pr_err("kernel built without CONFIG_KPROBES: cannot resolve the unwind API\n");
 		return -EOPNOTSUPP;
@@ -100,13 +90,46 @@ int uu_symbols_init(void)
 		pr_err("cannot find kallsyms_lookup_name through a kprobe\n");
 		return -ENOENT;
 	}
+	static_call_update(uu_kallsyms_lookup_name, (typeof(&kallsyms_lookup_name))lookup);
 
-	for (i = 0; i < ARRAY_SIZE(uu_wanted); i++) {
-		*uu_wanted[i].addr = (void *)lookup(uu_wanted[i].name);
-		if (!*uu_wanted[i].addr) {
-			pr_err("kernel symbol %s not found\n", uu_wanted[i].name);
-			return -ENOENT;
-		}
-	}
+#ifdef UU_DIRECT_UNWIND_API
+	static_call_update(uu_unwind_deferred_init, unwind_deferred_init);
+	static_call_update(uu_unwind_deferred_request, unwind_deferred_request);
+	static_call_update(uu_unwind_deferred_cancel, unwind_deferred_cancel);
+#else
+	if (!uu_resolve(uu_unwind_deferred_init, unwind_deferred_init) ||
+	    !uu_resolve(uu_unwind_deferred_request, unwind_deferred_request) ||
+	    !uu_resolve(uu_unwind_deferred_cancel, unwind_deferred_cancel))
+		return -ENOENT;
+#endif
+	if (!uu_resolve(uu_tracefs_remove, tracefs_remove) ||
+	    !uu_resolve(uu_kallsyms_on_each_symbol, kallsyms_on_each_symbol))
+		return -ENOENT;
+	uu_sym.kprobes_all_disarmed = uu_lookup("kprobes_all_disarmed");
+	if (!uu_sym.kprobes_all_disarmed)
+		return -ENOENT;
 	return 0;
 }
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/*
+ * For the KUnit suite: every static call points at the address kallsyms gives for its
+ * function. Return: the number that do not.
+ */
+int uu_test_static_calls(void)
+{
+	int bad = 0;
+
+#define UU_CHECK(name, sym) \
+	(bad += static_call_query(name) != uu_lookup(#sym))
+#ifndef UU_DIRECT_UNWIND_API
+	UU_CHECK(uu_unwind_deferred_init, unwind_deferred_init);
+	UU_CHECK(uu_unwind_deferred_request, unwind_deferred_request);
+	UU_CHECK(uu_unwind_deferred_cancel, unwind_deferred_cancel);
+#endif
+	UU_CHECK(uu_tracefs_remove, tracefs_remove);
+	UU_CHECK(uu_kallsyms_on_each_symbol, kallsyms_on_each_symbol);
+#undef UU_CHECK
+	return bad;
+}
+#endif
