@@ -2,7 +2,7 @@
 
 //! The first-sight cache: which file cookies already have a `file_cache` event in the trace.
 //!
-//! A direct-mapped table of [`SLOTS`] slots (208 KiB), indexed by the `struct file` pointer
+//! A direct-mapped table of [`SLOTS`] slots (224 KiB), indexed by the `struct file` pointer
 //! value (or a name's cookie). A slot holds the key whose `file_cache` event was written,
 //! when that event was last written, and the build-id it carried (up to [`ID_CACHED`]
 //! bytes), so that reminders and repeats do not read the file again. Nothing is allocated, nothing is locked: a slot is a
@@ -51,11 +51,14 @@ pub enum CachedId {
     Id(BuildId),
 }
 
-/// A slot's build-id, as a sequence lock made of atomics: the sequence word has bit 0 set
-/// while a writer stores, the state in bits 1 to 8 (0 unknown, 1 none, 2 + length an id)
-/// and a counter above; a reader that sees it change does not retry, it reads the file.
+/// A slot's build-id and the file it belongs to, as a sequence lock made of atomics: the
+/// sequence word has bit 0 set while a writer stores, the state in bits 1 to 8 (0 unknown,
+/// 1 none, 2 + length an id) and a counter above; a reader that sees it change does not
+/// retry, it reads the file. The owner is part of what the lock protects, so an id is never
+/// handed out for another file that took the slot meanwhile.
 struct IdSlot {
     seq: AtomicU64,
+    owner: AtomicU64,
     words: [AtomicU64; ID_WORDS],
 }
 
@@ -63,13 +66,15 @@ impl IdSlot {
     const fn new() -> Self {
         IdSlot {
             seq: AtomicU64::new(0),
+            owner: AtomicU64::new(0),
             words: [const { AtomicU64::new(0) }; ID_WORDS],
         }
     }
 
-    /// Stores `id`, unless another writer is storing one right now (then the slot keeps
-    /// its state or says [`CachedId::Unknown`], which only costs a read of the file).
-    fn store(&self, id: &CachedId) {
+    /// Stores `id` as the build-id of `file`, unless another writer is storing one right
+    /// now (then the slot keeps what it had, which a reader only hands out for its own
+    /// owner, or says [`CachedId::Unknown`], which only costs a read of the file).
+    fn store(&self, file: u64, id: &CachedId) {
         let seq = self.seq.load(Ordering::Relaxed);
         if seq & 1 == 1
             || self
@@ -79,6 +84,7 @@ impl IdSlot {
         {
             return;
         }
+        self.owner.store(file, Ordering::Relaxed);
         let state = match id {
             CachedId::Id(id) if id.as_bytes().len() <= ID_CACHED => {
                 let mut words = [0u64; ID_WORDS];
@@ -99,18 +105,20 @@ impl IdSlot {
             .store((((seq >> 9) + 1) << 9) | (state << 1), Ordering::Release);
     }
 
-    fn load(&self) -> CachedId {
+    /// The build-id stored for `file`.
+    fn load(&self, file: u64) -> CachedId {
         let seq = self.seq.load(Ordering::Acquire);
         let state = (seq >> 1) & 0xff;
         if seq & 1 == 1 || state == 0 {
             return CachedId::Unknown;
         }
+        let owner = self.owner.load(Ordering::Relaxed);
         let mut words = [0u64; ID_WORDS];
         for (w, word) in words.iter_mut().zip(&self.words) {
             *w = word.load(Ordering::Relaxed);
         }
         fence(Ordering::Acquire);
-        if self.seq.load(Ordering::Relaxed) != seq {
+        if self.seq.load(Ordering::Relaxed) != seq || owner != file {
             return CachedId::Unknown;
         }
         let mut bytes = [0u8; ID_CACHED];
@@ -199,12 +207,7 @@ impl FirstSight {
         if self.files[slot].load(Ordering::Acquire) != file {
             return CachedId::Unknown;
         }
-        let id = self.ids[slot].load();
-        // Still the same file: the id was not stored for a file that evicted it meanwhile.
-        if self.files[slot].load(Ordering::Acquire) != file {
-            return CachedId::Unknown;
-        }
-        id
+        self.ids[slot].load(file)
     }
 
     /// Records that the `file_cache` event of `file`, carrying `id`, was written at `now`,
@@ -217,10 +220,7 @@ impl FirstSight {
         if self.generation() != generation {
             return false;
         }
-        // The slot is emptied first, so that a reader of the id never pairs this file with
-        // the previous file's id.
-        self.files[slot].store(0, Ordering::SeqCst);
-        self.ids[slot].store(id);
+        self.ids[slot].store(file, id);
         self.written[slot].store(now, Ordering::Relaxed);
         self.files[slot].store(file, Ordering::SeqCst);
         // A clear that began before the store above may have wiped its slot already; if the
@@ -338,6 +338,75 @@ mod tests {
         assert_eq!(c.build_id(P), CachedId::Unknown);
         c.forget(P);
         assert_eq!(c.build_id(P), CachedId::Unknown);
+    }
+
+    #[test]
+    fn an_id_slot_answers_only_for_its_owner() {
+        let a = BuildId::from_bytes(&[0xaa; 20]).unwrap();
+        let b = BuildId::from_bytes(&[0xbb; 20]).unwrap();
+        let slot = IdSlot::new();
+        // Writer A holds the slot; writer B, for another file that took the cache slot,
+        // finds it busy and stores nothing; then A finishes.
+        slot.seq.store(1, Ordering::Relaxed);
+        slot.store(Q, &CachedId::Id(b));
+        slot.seq.store(0, Ordering::Relaxed);
+        slot.store(P, &CachedId::Id(a));
+        assert_eq!(
+            slot.load(Q),
+            CachedId::Unknown,
+            "A's id handed out for B's file"
+        );
+        assert_eq!(slot.load(P), CachedId::Id(a));
+    }
+
+    #[test]
+    fn a_build_id_is_never_paired_with_another_file() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        use std::thread;
+        // Two files in one slot, recorded over and over with their own build-ids, while
+        // readers ask for each: a reader gets the file's own id or Unknown, never the
+        // other file's.
+        let slot = FirstSight::slot(P);
+        let other = (1u64..)
+            .map(|i| P + (i << 4))
+            .find(|&f| FirstSight::slot(f) == slot)
+            .unwrap();
+        let ids = [
+            (P, BuildId::from_bytes(&[0xaa; 20]).unwrap()),
+            (other, BuildId::from_bytes(&[0xbb; 20]).unwrap()),
+        ];
+        let c = Arc::new(FirstSight::new());
+        let stop = Arc::new(AtomicBool::new(false));
+        let writers: std::vec::Vec<_> = ids
+            .iter()
+            .map(|&(file, id)| {
+                let (c, stop) = (Arc::clone(&c), Arc::clone(&stop));
+                thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        c.record(file, &CachedId::Id(id), T0, c.generation());
+                        thread::yield_now();
+                    }
+                })
+            })
+            .collect();
+        let mut seen = 0;
+        for _ in 0..200_000 {
+            for &(file, id) in &ids {
+                match c.build_id(file) {
+                    CachedId::Unknown => {}
+                    got => {
+                        assert_eq!(got, CachedId::Id(id), "file {file:#x}");
+                        seen += 1;
+                    }
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for w in writers {
+            w.join().unwrap();
+        }
+        assert!(seen > 0, "no reader ever saw an id");
     }
 
     #[test]
