@@ -63,7 +63,7 @@ enum uu_stat {
 	UU_STAT_FILE_CACHE_DEFERRED,	/* new files left to a later stack by the cap */
 	UU_STAT_BUILD_ID_UNCACHED,	/* build-ids not read: pages not in the page cache */
 	UU_STAT_CACHE_RESETS,		/* first-sight cache cleared */
-	UU_STAT_PROBE_MISSES,		/* __fput calls the probe may have missed */
+	UU_STAT_PROBE_MISSES,		/* stacks that found the __fput probe may have missed */
 	UU_STAT_NR
 };
 
