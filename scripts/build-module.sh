@@ -37,14 +37,23 @@ if [ "${KDIR:-}" = debian ]; then
 	exit 0
 fi
 
-KDIR=${KDIR:-$(kernel_build_dir)}
+if [ -z "${KDIR:-}" ]; then
+	# The test kernel: clang 19 and rustup's Rust with the matching Debian rust-src.
+	KDIR=$(kernel_build_dir)
+	args=(LLVM="$LLVM_SUFFIX" RUST_LIB_SRC="$(rust_lib_src)")
+else
+	# Another prepared tree: its own compiler family, and the rustc (and RUST_LIB_SRC, if
+	# set) on PATH, which must be the ones the tree was prepared with.
+	args=()
+	! grep -q '^CONFIG_CC_IS_CLANG=y' "$KDIR/.config" 2>/dev/null || args+=(LLVM="$LLVM_SUFFIX")
+	[ -z "${RUST_LIB_SRC:-}" ] || args+=(RUST_LIB_SRC="$RUST_LIB_SRC")
+fi
 [ -f "$KDIR/Makefile" ] || die "no prepared kernel tree at $KDIR: run make setup, or pass KDIR="
 if [ "${1:-}" = clean ]; then
-	make -C "$KDIR" M="$ROOT" LLVM="$LLVM_SUFFIX" clean >/dev/null
+	make -C "$KDIR" M="$ROOT" "${args[@]}" clean >/dev/null
 	exit 0
 fi
-if ! make -C "$KDIR" M="$ROOT" LLVM="$LLVM_SUFFIX" RUST_LIB_SRC="$(rust_lib_src)" CLIPPY=1 \
-	modules >"$log" 2>&1; then
+if ! make -C "$KDIR" M="$ROOT" "${args[@]}" CLIPPY=1 modules >"$log" 2>&1; then
 	cat "$log" >&2
 	die "module build failed"
 fi
