@@ -175,17 +175,17 @@ bool uu_files_check(void)
 	return false;
 }
 
+static bool uu_needs_escape(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f || c == '\\';
+}
+
 /*
  * Escapes, in place, the control bytes and backslashes of the NUL-terminated path at @p
  * inside @buf as \ooo, as /proc/PID/maps escapes a newline: a file name must not forge
  * lines or fields in the text output. Escaping grows the path towards the start of @buf,
  * where d_path() leaves room; without room a byte becomes '?'.
  */
-static bool uu_needs_escape(unsigned char c)
-{
-	return c < 0x20 || c == 0x7f || c == '\\';
-}
-
 static const char *uu_escape_path(char *buf, char *p)
 {
 	size_t room = p - buf, need = 0, len = strlen(p), i;
@@ -257,7 +257,8 @@ const char *uu_file_path(struct file *file, char *buf, int len)
  * As lib/buildid.c reads without faulting: only folios already cached and up to date,
  * never I/O, no LSM or fsnotify hook, no atime update, no FUSE or NFS round trip (the
  * callback runs on the task's way back to user space). Only regular files: a mapped
- * device may have side effects on read; and never secretmem (memfd_secret()).
+ * device may have side effects on read; and never memory the kernel keeps from itself
+ * (memfd_secret(), guest_memfd).
  *
  * The guest tests cannot show the -EAGAIN path: the guest's root is an initramfs, whose
  * pages never leave the page cache, and the test kernel has no block device.
@@ -274,7 +275,7 @@ long uu_file_read(struct file *file, u64 offset, u8 *buf, size_t len)
 	size_t in_folio;
 
 	if (!S_ISREG(inode->i_mode) || inode->i_sb->s_magic == SECRETMEM_MAGIC ||
-	    offset > MAX_LFS_FILESIZE)
+	    mapping_inaccessible(file->f_mapping) || offset > MAX_LFS_FILESIZE)
 		return -EINVAL;
 	if (offset >= size)
 		return 0;

@@ -5,10 +5,11 @@
 //! A direct-mapped table of [`SLOTS`] slots (224 KiB), indexed by the `struct file` pointer
 //! value (or a name's cookie). A slot holds the key whose `file_cache` event was written,
 //! when that event was last written, and the build-id it carried (up to [`ID_CACHED`]
-//! bytes), so that reminders and repeats do not read the file again. Nothing is allocated, nothing is locked: a slot is a
-//! pair of atomics, and every race between two writers costs at worst one extra `file_cache`
-//! event, never a missing one. In steady state a sighting only reads: the slots of the
-//! files every stack uses (libc's, the executable's) stay shared in every CPU's cache.
+//! bytes), so that reminders and repeats do not read the file again. Nothing is allocated,
+//! nothing is locked: a slot is a few atomics, and every race between two writers costs at
+//! worst one extra `file_cache` event (or one more read of the file), never a missing one or
+//! a wrong one. In steady state a sighting only reads: the slots of the files every stack
+//! uses (libc's, the executable's) stay shared in every CPU's cache.
 //!
 //! Identity is the lifetime of the `struct file`, not the pointer value: the module calls
 //! [`FirstSight::forget`] when a file is freed (a probe on `__fput`), before its memory can be
