@@ -388,7 +388,8 @@ pub(crate) extern "C" fn uu_rust_file_freed(file: usize) {
 /// A new reader may be starting, or a buffer was reset: every cookie gets a new
 /// `file_cache`.
 ///
-/// Context: any but NMI (the `file_cache` reg callback, the ring-buffer probes).
+/// Context: any, NMI included (the `file_cache` reg callback, the ring-buffer probes, which
+/// fire wherever a ring buffer is switched or reset); lock-free.
 #[no_mangle]
 pub(crate) extern "C" fn uu_rust_files_reset() {
     reader_start();

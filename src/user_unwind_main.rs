@@ -13,7 +13,7 @@
 //!   time and never across a `file_cache` event (which reads the file).
 //! - [`files::uu_rust_file_freed`]: the `__fput` probe, task or workqueue context; lock-free.
 //! - [`files::uu_rust_files_reset`]: the `file_cache` reg callback and the ring-buffer
-//!   probes, any context but NMI; lock-free.
+//!   probes, any context, NMI included; lock-free.
 //!
 //! # Lock order
 //!
