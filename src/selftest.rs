@@ -110,7 +110,8 @@ mod tests {
     }
 
     /// The unexported functions are reached through static calls patched to direct calls
-    /// and jumps (no indirect branch for IBT to trap): each points at what kallsyms says.
+    /// and jumps (no indirect branch for IBT to trap): each points at what kallsyms says,
+    /// and its trampoline is a `jmp rel32` there.
     #[test]
     fn static_calls_point_at_the_kernel_functions() {
         // SAFETY: Task context, after module init resolved the symbols.

@@ -14,6 +14,7 @@
 
 #include <linux/kprobes.h>
 #include <linux/printk.h>
+#include <linux/string.h>
 #include <user_unwind.h>
 
 #include "symbols.h"
@@ -112,16 +113,32 @@ int uu_symbols_init(void)
 }
 
 #if IS_ENABLED(CONFIG_KUNIT)
+/* Whether the x86 static call trampoline at @tramp is a direct jmp (rel32) to @target. */
+static bool uu_jumps_to(const void *tramp, const void *target)
+{
+	const u8 *insn = tramp;
+	s32 rel;
+
+	/* Read through a register: a relocation into the trampoline's middle upsets objtool. */
+	OPTIMIZER_HIDE_VAR(insn);
+	if (insn[0] != 0xe9)
+		return false;
+	memcpy(&rel, insn + 1, sizeof(rel));
+	return insn + 5 + rel == target;
+}
+
 /*
  * For the KUnit suite: every static call points at the address kallsyms gives for its
- * function. Return: the number that do not.
+ * function, and its trampoline is a direct jump there (no indirect branch for IBT).
+ * Return: the number that do not.
  */
 int uu_test_static_calls(void)
 {
 	int bad = 0;
 
 #define UU_CHECK(name, sym) \
-	(bad += static_call_query(name) != uu_lookup(#sym))
+	(bad += static_call_query(name) != uu_lookup(#sym) || \
+		!uu_jumps_to(STATIC_CALL_TRAMP_ADDR(name), uu_lookup(#sym)))
 #ifndef UU_DIRECT_UNWIND_API
 	UU_CHECK(uu_unwind_deferred_init, unwind_deferred_init);
 	UU_CHECK(uu_unwind_deferred_request, unwind_deferred_request);
