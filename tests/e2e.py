@@ -464,6 +464,9 @@ def main():
           rs[:1])
 
     check_stats(s["STATS"])
+    v = values(s["KEYS"])
+    check("the same open file gets another cookie under another load of the module",
+          v.get("cookie1") and v.get("cookie2") and v["cookie1"] != v["cookie2"], str(v))
     v = values(s["CYCLES"])
     check("insmod/rmmod cycles under load", v.get("rmmod_status") == "0" and
           v.get("cycles_done") == "6", str(v))

@@ -277,6 +277,28 @@ trace-cmd report -i /tmp/uu.dat 2>&1
 section STATS
 cat $T/user_unwind_stats
 
+# The cookie of one open file (a running uu_chain's executable) under two loads of the
+# module: each load draws its own key, so the cookies differ.
+section KEYS
+uu_chain 1000000 20000 >/dev/null &
+keys=$!
+for i in 1 2; do
+	echo >$T/trace
+	echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
+	echo 1 >$T/events/raw_syscalls/sys_enter/enable
+	echo 1 >$OPT
+	echo 1 >$T/tracing_on
+	sleep 0.3
+	echo 0 >$T/tracing_on
+	echo 0 >$OPT
+	result cookie$i "$(sed -n 's/.*file_cache: cookie=\([0-9a-f]*\) path=\/usr\/bin\/uu_chain build_id=.*/\1/p' $T/trace | head -n1)"
+	rmmod user_unwind && insmod /lib/modules/user_unwind.ko
+done
+kill $keys
+wait $keys 2>/dev/null
+echo 0 >$T/events/raw_syscalls/sys_enter/enable
+echo 0 >$T/events/raw_syscalls/sys_enter/filter
+
 # Load and unload while events fire on every CPU.
 section CYCLES
 rmmod user_unwind
