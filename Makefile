@@ -5,7 +5,7 @@
 
 KDIR ?=
 
-.PHONY: all setup module check demo host-test clean
+.PHONY: all setup module check demo host-test bench-host clean
 
 all: module
 
@@ -20,6 +20,11 @@ module:
 
 host-test:
 	cd host && cargo test
+
+# Microbenchmarks of the pure logic on the host (criterion): translation per frame,
+# SipHash, build-id parsing, first-sight lookups.
+bench-host:
+	cd host && cargo bench --bench logic
 
 check:
 	@scripts/check.sh
