@@ -13,6 +13,11 @@ set -euo pipefail
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
+# Fails when the build log shows a compiler or clippy warning.
+no_warnings() {
+	! grep -E 'warning:|error:' "$log" >&2 || die "module build $1 has warnings"
+}
+
 if [ "${KDIR:-}" = debian ]; then
 	"$ROOT/scripts/stock-kernel.sh"
 	OUT=$(stock_module_dir)
@@ -26,12 +31,9 @@ if [ "${KDIR:-}" = debian ]; then
 	rm -rf "$OUT/src" && mkdir -p "$OUT/src"
 	(cd "$ROOT" && find Kbuild src include -name Kbuild -o -name '*.[ch]' -o -name '*.rs') |
 		(cd "$ROOT" && cpio -pdm --quiet "$OUT/src")
-	rv=$(in_stock_root rustc --version | awk '{print $2}')
-	in_stock_root make -C "$(stock_build_dir)" M="$OUT/src" \
-		CC=x86_64-linux-gnu-gcc-14 HOSTCC=x86_64-linux-gnu-gcc-14 \
-		RUST_LIB_SRC="/usr/src/rustc-$rv/library" CLIPPY=1 modules >"$log" 2>&1 ||
+	stock_toolchain_make -C "$(stock_build_dir)" M="$OUT/src" CLIPPY=1 modules >"$log" 2>&1 ||
 		{ cat "$log" >&2; die "module build for Debian's $DEBIAN_KERNEL failed"; }
-	! grep -E 'warning:|error:' "$log" >&2 || die "module build for Debian's kernel has warnings"
+	no_warnings "for Debian's kernel"
 	cp "$OUT/src/user_unwind.ko" "$OUT/user_unwind.ko"
 	say "built $OUT/user_unwind.ko for Debian's $DEBIAN_KERNEL"
 	exit 0
@@ -57,7 +59,5 @@ if ! make -C "$KDIR" M="$ROOT" "${args[@]}" CLIPPY=1 modules >"$log" 2>&1; then
 	cat "$log" >&2
 	die "module build failed"
 fi
-if grep -E 'warning:|error:' "$log" >&2; then
-	die "module build has warnings"
-fi
+no_warnings "against $KDIR"
 say "built $ROOT/user_unwind.ko against $KDIR"

@@ -125,13 +125,19 @@ stock_fetch() {
 	[ -f "$(stock_vmlinuz)" ] || die "linux-binary-$DEBIAN_KERNEL has no vmlinuz"
 }
 
-# make in the kernel source for the stock kernel's prepared tree, with Debian's toolchain.
-stock_make() {
+# make with Debian's toolchain, in the toolchain root: the compilers the stock kernel was
+# built with and the rust-src of its rustc.
+stock_toolchain_make() {
 	local rv
 	rv=$(in_stock_root rustc --version | awk '{print $2}')
-	in_stock_root make -C "$(kernel_src)" O="$(stock_build_dir)" \
-		CC=x86_64-linux-gnu-gcc-14 HOSTCC=x86_64-linux-gnu-gcc-14 \
-		RUST_LIB_SRC="/usr/src/rustc-$rv/library" LOCALVERSION="+${DEBIAN_KERNEL#*+}" "$@"
+	in_stock_root make CC=x86_64-linux-gnu-gcc-14 HOSTCC=x86_64-linux-gnu-gcc-14 \
+		RUST_LIB_SRC="/usr/src/rustc-$rv/library" "$@"
+}
+
+# make in the kernel source for the stock kernel's prepared tree.
+stock_make() {
+	stock_toolchain_make -C "$(kernel_src)" O="$(stock_build_dir)" \
+		LOCALVERSION="+${DEBIAN_KERNEL#*+}" "$@"
 }
 
 # What the prepared stock tree depends on.
