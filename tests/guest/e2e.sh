@@ -8,6 +8,16 @@ OPT=$T/options/userstacktrace_delay
 section() { echo "=== $1"; }
 result() { echo "$1 $2"; }	# NAME VALUE
 
+# sys_enter_on FILTER, sys_enter_off: the top instance's raw_syscalls:sys_enter, filtered.
+sys_enter_on() {
+	echo "$1" >$T/events/raw_syscalls/sys_enter/filter
+	echo 1 >$T/events/raw_syscalls/sys_enter/enable
+}
+sys_enter_off() {
+	echo 0 >$T/events/raw_syscalls/sys_enter/enable
+	echo 0 >$T/events/raw_syscalls/sys_enter/filter
+}
+
 # traced SECTION FILTER COMMAND...: run COMMAND with user stacks on for the system calls
 # FILTER selects, then print section SECTION with the command's status and the trace.
 traced() {
@@ -15,16 +25,14 @@ traced() {
 	shift 2
 	echo 0 >$T/tracing_on
 	echo >$T/trace
-	echo "$filter" >$T/events/raw_syscalls/sys_enter/filter
-	echo 1 >$T/events/raw_syscalls/sys_enter/enable
+	sys_enter_on "$filter"
 	echo 1 >$OPT
 	echo 1 >$T/tracing_on
 	"$@" >/dev/null
 	status=$?
 	echo 0 >$T/tracing_on
 	echo 0 >$OPT
-	echo 0 >$T/events/raw_syscalls/sys_enter/enable
-	echo 0 >$T/events/raw_syscalls/sys_enter/filter
+	sys_enter_off
 	section "$name"
 	result status $status
 	cat $T/trace
@@ -67,8 +75,7 @@ result message "$(dmesg | grep -c "is not the options directory of tracefs's top
 
 section INSMOD
 dmesg -c >/dev/null
-echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
-echo 1 >$T/events/raw_syscalls/sys_enter/enable
+sys_enter_on 'id == 110'
 echo ':mod:user_unwind' >>$T/set_event
 echo >$T/trace
 echo 1 >$T/tracing_on
@@ -86,8 +93,7 @@ result empty_stack "$(grep -c 'kunit_try_catch.*user_unwind_stack: cookie=300000
 kill $early
 wait $early 2>/dev/null
 echo 0 >$OPT
-echo 0 >$T/events/raw_syscalls/sys_enter/enable
-echo 0 >$T/events/raw_syscalls/sys_enter/filter
+sys_enter_off
 echo 0 >$T/tracing_on
 echo >$T/trace
 section KUNIT
@@ -144,8 +150,7 @@ echo 1 >/sys/kernel/debug/kprobes/enabled
 # A reader that switches tracing off, clears the buffer and switches it on again while a
 # task keeps running, with no stack in between: the files of its next stacks were seen
 # before the clear, and must be explained again.
-echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
-echo 1 >$T/events/raw_syscalls/sys_enter/enable
+sys_enter_on 'id == 110'
 echo 1 >$OPT
 echo 1 >$T/tracing_on
 uu_chain 1000000 20000 >/dev/null &
@@ -161,8 +166,7 @@ wait $reopen 2>/dev/null
 section REOPEN
 cat $T/trace
 echo 0 >$OPT
-echo 0 >$T/events/raw_syscalls/sys_enter/enable
-echo 0 >$T/events/raw_syscalls/sys_enter/filter
+sys_enter_off
 
 # A cookie event that no buffer takes (filtered out here) is counted.
 unrecorded() { sed -n 's/^cookies_unrecorded: //p' $T/user_unwind_stats; }
@@ -177,8 +181,7 @@ result delta $(($(unrecorded) - before))
 # top instance only; then the triggering event in both.
 mkdir $T/instances/foo
 echo 1 >$T/instances/foo/events/user_unwind/enable
-echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
-echo 1 >$T/events/raw_syscalls/sys_enter/enable
+sys_enter_on 'id == 110'
 echo >$T/trace
 echo 1 >$T/tracing_on
 uu_chain 5 >/dev/null
@@ -197,8 +200,7 @@ cat $T/instances/foo/trace
 echo 0 >$T/instances/foo/events/enable
 rmdir $T/instances/foo
 result instance_removed $?
-echo 0 >$T/events/raw_syscalls/sys_enter/enable
-echo 0 >$T/events/raw_syscalls/sys_enter/filter
+sys_enter_off
 
 # One stack naming 40 files (one file opened and mapped 40 times, a fake frame-pointer
 # chain): at most 16 new file_cache events a stack, the rest in the next ones.
@@ -228,14 +230,14 @@ wait $gone 2>/dev/null
 
 # A reader that starts late: the files were seen (and cached) before it started.
 echo >$T/trace
+sys_enter_on 'id == 110'
 uu_chain 1000000 20000 >/dev/null &
 late=$!
 echo 1 >$T/tracing_on
 echo 1 >$OPT
 sleep 1
 echo 0 >$OPT
-echo 0 >$T/events/raw_syscalls/sys_enter/enable
-echo 0 >$T/events/raw_syscalls/sys_enter/filter
+sys_enter_off
 trace-cmd record -q -o /tmp/late.dat -e user_unwind -e raw_syscalls:sys_enter \
 	-f 'id == 110' sleep 2 >/dev/null 2>&1
 kill $late
@@ -284,8 +286,7 @@ uu_chain 1000000 20000 >/dev/null &
 keys=$!
 for i in 1 2; do
 	echo >$T/trace
-	echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
-	echo 1 >$T/events/raw_syscalls/sys_enter/enable
+	sys_enter_on 'id == 110'
 	echo 1 >$OPT
 	echo 1 >$T/tracing_on
 	sleep 0.3
@@ -296,8 +297,7 @@ for i in 1 2; do
 done
 kill $keys
 wait $keys 2>/dev/null
-echo 0 >$T/events/raw_syscalls/sys_enter/enable
-echo 0 >$T/events/raw_syscalls/sys_enter/filter
+sys_enter_off
 
 # Load and unload while events fire on every CPU.
 section CYCLES
