@@ -101,8 +101,7 @@ fi
 # Debian's stock kernel: the module built with Debian's own toolchain, the same suite in a
 # guest booting Debian's vmlinuz (KUnit is not in its config).
 one stock-build stock-build.log env KDIR=debian scripts/build-module.sh
-if [ -f "$(stock_module_dir)/user_unwind.ko" ] && [ "$(tail -n1 "$LOGS/stock-build.log")" != "" ] &&
-	grep -q "built .* for Debian" "$LOGS/stock-build.log"; then
+if grep -q "built .* for Debian" "$LOGS/stock-build.log"; then
 	e2e e2e-debian debian
 else
 	stage e2e-debian 0 1
