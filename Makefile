@@ -5,7 +5,7 @@
 
 KDIR ?=
 
-.PHONY: all setup module check demo host-test bench-host clean
+.PHONY: all setup module check demo host-test bench bench-host clean
 
 all: module
 
@@ -20,6 +20,12 @@ module:
 
 host-test:
 	cd host && cargo test
+
+# The cost of a stack on the production-config test kernel, arms A-D at depths 8, 32 and
+# 128, and the idle cost of the __fput probe (scripts/bench.sh,
+# Documentation/performance.rst). BENCH_ARGS="ITERATIONS ROUNDS DEPTH..." overrides.
+bench:
+	@scripts/bench.sh $(BENCH_ARGS)
 
 # Microbenchmarks of the pure logic on the host (criterion): translation per frame,
 # SipHash, build-id parsing, first-sight lookups.

@@ -27,8 +27,8 @@ bool uu_hook_requesting(void);		/* task context */
 void uu_events_init(void);
 bool uu_is_own_event(unsigned short type);
 bool uu_is_cookie_event(unsigned short type);
-void uu_emit_stack(u64 cookie, u16 start, u16 total, const u64 *offs,
-		   const u64 *files, u32 nr);
+void uu_emit_stack(u64 cookie, u16 start, u16 total, const u64 *files,
+		   u32 nr_files, const u32 *lo, const u32 *hi, const u8 *idx, u32 nr);
 void uu_emit_file_cache(u64 cookie, const char *path, const u8 *build_id,
 			u32 build_id_len);
 int uu_file_cache_reg(void);		/* file_cache's reg callback */
@@ -38,12 +38,13 @@ void uu_file_cache_unreg(void);
 struct file;
 int uu_files_init(void);		/* task context; probes __fput and buffer resets */
 void uu_files_exit(void);
+void uu_files_arm(bool on);		/* task context, under uu_hook_lock */
 bool uu_files_check(void);		/* task context: may the __fput probe have missed? */
 bool uu_files_resets_probed(void);	/* are buffer resets seen? */
 const char *uu_file_path(struct file *file, char *buf, int len);
 long uu_file_read(struct file *file, u64 offset, u8 *buf, size_t len);
 struct vm_area_struct;
-int uu_vma_name(struct vm_area_struct *vma, char *buf, int len);
+int uu_vma_name(struct vm_area_struct *vma, char *buf, int len, bool *special);
 
 /* src/option.c: options/userstacktrace_delay. Task context. */
 int uu_option_init(bool enable);
@@ -58,6 +59,7 @@ enum uu_stat {
 	UU_STAT_REQUESTS_FAILED,	/* unwind_deferred_request() refused */
 	UU_STAT_COOKIES_UNRECORDED,	/* a cookie event no instance's buffer took */
 	UU_STAT_STACKS,			/* callbacks that recorded a stack */
+	UU_STAT_FRAMES,			/* ... their frames */
 	UU_STAT_EMPTY_STACKS,		/* ... of which with no frame */
 	UU_STAT_FILE_CACHE,		/* file_cache events written */
 	UU_STAT_FILE_CACHE_DEFERRED,	/* new files left to a later stack by the cap */
@@ -69,6 +71,7 @@ enum uu_stat {
 
 void uu_stat_add(enum uu_stat stat, unsigned long n);	/* any context */
 u64 uu_stat_read(enum uu_stat stat);			/* any context */
+const char *uu_stat_name(u32 stat);			/* any context */
 extern const struct file_operations uu_stats_fops;
 
 /* src/glue.c: small wrappers for Rust. */

@@ -1,24 +1,23 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Cost of the deferred user stacks on a traced system call, measured in one guest boot.
-# Prints the median ns per call of each configuration and the ratios to "sys_enter".
-# The guest runs under TCG: absolute numbers are emulated time, ratios are what to read.
-# Usage: scripts/bench.sh [ITERATIONS [ROUNDS]]
+# make bench: the cost of deferred user stacks on the production-config test kernel (the
+# base fragment without the debug checkers; built and cached like the debug one), in one
+# guest boot. Arms A-D at each depth (tests/guest/bench.sh says what they are), interleaved;
+# one line per depth with the medians of the per-round ratios and their spread, the ring
+# buffer's bytes per frame from its own counters, then the __fput probe's idle cost.
+# The guest runs under TCG: absolute times are emulated, ratios measured in one run are what
+# to read. Documentation/user_unwind/performance.rst has the table and what it means.
+# Usage: scripts/bench.sh [ITERATIONS [ROUNDS [DEPTH...]]]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-out=$("$ROOT/scripts/run-guest.sh" --add "$ROOT/tests/guest/bench.sh:/bin/bench.sh" -- \
-	"/bin/bench.sh ${1:-20000} ${2:-3}")
-echo "$out" | python3 -c '
-import collections, statistics, sys
-runs = collections.defaultdict(list)
-for line in sys.stdin:
-    f = line.split()
-    if len(f) == 3 and f[1] == "ns_per_call":
-        runs[f[0]].append(int(f[2]))
-    elif f and f[0] == "dropped_events":
-        print("ring-buffer events dropped:", f[1])
-base = statistics.median(runs["sys_enter"])
-for name in ("off", "sys_enter", "sys_enter+cookies", "sys_enter+user_unwind"):
-    med = statistics.median(runs[name])
-    print(f"{name:24} {med:8.0f} ns/call  x{med / base:5.2f} of sys_enter  runs {runs[name]}")
-'
+
+n=${1:-2000} rounds=${2:-5}
+shift $(($# < 2 ? $# : 2))
+depths=${*:-8 32 128}
+"$ROOT/scripts/setup.sh"
+KDIR=prod "$ROOT/scripts/build-module.sh"
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$ROOT/scripts/run-guest.sh" --kernel prod --smp 1 \
+	--add "$ROOT/tests/guest/bench.sh:/bin/bench.sh" -- "/bin/bench.sh $n $rounds $depths" >"$out"
+python3 "$ROOT/tests/bench_report.py" "$n" "$rounds" <"$out"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Build user_unwind.ko out of tree, with CLIPPY=1: against the cached test kernel (the
-# default; LLVM=-19 and the rustup toolchain, as the kernel was built), against Debian's
-# stock kernel (KDIR=debian: GCC 14, rustc 1.85.1 and bindgen 0.71.1 from the Debian root
-# scripts/stock-kernel.sh prepares; a copy of the sources is built in $CACHE/module/debian-*),
-# or against any prepared
-# tree (KDIR=/path, with the toolchain on PATH). Fails on any compiler or clippy warning.
-# `build-module.sh clean` removes the objects.
+# default; LLVM=-19 and the rustup toolchain, as the kernel was built), against the
+# production-config test kernel the benchmark boots (KDIR=prod: the same toolchain; built
+# in $CACHE/module/prod), against Debian's stock kernel (KDIR=debian: GCC 14, rustc 1.85.1
+# and bindgen 0.71.1 from the Debian root scripts/stock-kernel.sh prepares; built in
+# $CACHE/module/debian-*), or against any prepared tree (KDIR=/path, with the toolchain on
+# PATH). Fails on any compiler or clippy warning. `build-module.sh clean` removes the
+# objects.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -18,26 +19,39 @@ no_warnings() {
 	! grep -E 'warning:|error:' "$log" >&2 || die "module build $1 has warnings"
 }
 
-if [ "${KDIR:-}" = debian ]; then
-	"$ROOT/scripts/stock-kernel.sh"
-	OUT=$(stock_module_dir)
-	mkdir -p "$OUT"
+# The sources alone, copied to $1/src: the clone also holds the test kernel's objects, and
+# a separate output folder (MO=) wants a clean source tree.
+copy_sources() {
+	rm -rf "$1/src" && mkdir -p "$1/src"
+	(cd "$ROOT" && find Kbuild src include -name Kbuild -o -name '*.[ch]' -o -name '*.rs') |
+		(cd "$ROOT" && cpio -pdm --quiet "$1/src")
+}
+
+case ${KDIR:-} in
+debian | prod)
+	if [ "$KDIR" = debian ]; then
+		"$ROOT/scripts/stock-kernel.sh"
+		OUT=$(stock_module_dir) what="Debian's $DEBIAN_KERNEL"
+	else
+		KERNEL_FLAVOUR=prod "$ROOT/scripts/build-kernel.sh"
+		OUT=$(prod_module_dir) what="the production-config test kernel"
+	fi
 	if [ "${1:-}" = clean ]; then
 		rm -rf "$OUT"
 		exit 0
 	fi
-	# The sources alone, copied: the clone also holds the test kernel's objects, and a
-	# separate output folder (MO=) wants a clean source tree.
-	rm -rf "$OUT/src" && mkdir -p "$OUT/src"
-	(cd "$ROOT" && find Kbuild src include -name Kbuild -o -name '*.[ch]' -o -name '*.rs') |
-		(cd "$ROOT" && cpio -pdm --quiet "$OUT/src")
-	stock_toolchain_make -C "$(stock_build_dir)" M="$OUT/src" CLIPPY=1 modules >"$log" 2>&1 ||
-		{ cat "$log" >&2; die "module build for Debian's $DEBIAN_KERNEL failed"; }
-	no_warnings "for Debian's kernel"
+	copy_sources "$OUT"
+	if [ "$KDIR" = debian ]; then
+		stock_toolchain_make -C "$(stock_build_dir)" M="$OUT/src" CLIPPY=1 modules
+	else
+		KERNEL_FLAVOUR=prod kmake M="$OUT/src" CLIPPY=1 modules
+	fi >"$log" 2>&1 || { cat "$log" >&2; die "module build for $what failed"; }
+	no_warnings "for $what"
 	cp "$OUT/src/user_unwind.ko" "$OUT/user_unwind.ko"
-	say "built $OUT/user_unwind.ko for Debian's $DEBIAN_KERNEL"
+	say "built $OUT/user_unwind.ko for $what"
 	exit 0
-fi
+	;;
+esac
 
 if [ -z "${KDIR:-}" ]; then
 	# The test kernel: clang 19 and rustup's Rust with the matching Debian rust-src.

@@ -27,20 +27,41 @@ rustc_version() { rustc --version | awk '{print $2}'; }
 # The unpacked kernel source tree, set up by setup.sh.
 kernel_src() { cat "$CACHE/linux-src.path" 2>/dev/null || die "kernel source missing: run scripts/setup.sh"; }
 
+# The test kernel comes in two flavours, picked by $KERNEL_FLAVOUR: debug (the default; the
+# base fragment plus the checkers of debug.config, what the tests run on) and prod (the base
+# fragment alone, as a production kernel is configured; what `make bench` measures on).
+KERNEL_FLAVOUR=${KERNEL_FLAVOUR:-debug}
+kernel_fragments() {
+	case $KERNEL_FLAVOUR in
+	debug) echo "$ROOT/kconfig/base.config $ROOT/kconfig/debug.config" ;;
+	prod) echo "$ROOT/kconfig/base.config" ;;
+	*) die "KERNEL_FLAVOUR is debug or prod, not '$KERNEL_FLAVOUR'" ;;
+	esac
+}
+
 # Everything the kernel build depends on, hashed: kernel version, config fragments, toolchain.
 kernel_key() {
 	{
 		cat "$CACHE/linux-src.version"
-		cat "$ROOT"/kconfig/*.config
+		# shellcheck disable=SC2046 # the fragments are paths without spaces
+		cat $(kernel_fragments)
 		rustc --version
 		"clang$LLVM_SUFFIX" --version | head -n1
 		bindgen --version
 	} | sha256sum | cut -c1-16
 }
 
-# One build folder, rebuilt in place (make only redoes what a change touches) when the key
-# recorded in it differs from kernel_key.
-kernel_build_dir() { echo "$CACHE/kbuild/linux-$KERNEL_SERIES"; }
+# One build folder per flavour, rebuilt in place (make only redoes what a change touches)
+# when the key recorded in it differs from kernel_key.
+kernel_build_dir() {
+	case $KERNEL_FLAVOUR in
+	debug) echo "$CACHE/kbuild/linux-$KERNEL_SERIES" ;;
+	*) echo "$CACHE/kbuild/linux-$KERNEL_SERIES-$KERNEL_FLAVOUR" ;;
+	esac
+}
+
+# The module built for the prod flavour (build-module.sh KDIR=prod).
+prod_module_dir() { echo "$CACHE/module/prod"; }
 
 rust_lib_src() { echo "$CACHE/rust-src-$(rustc_version)/usr/src/rustc-$(rustc_version)/library"; }
 

@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 # Boot the test kernel, or Debian's stock kernel, under QEMU and run one command in it.
 #
-#   scripts/run-guest.sh [--kernel test|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N]
+#   scripts/run-guest.sh [--kernel test|prod|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N]
 #                        [--log FILE] -- COMMAND...
 #
 # --kernel debian boots Debian's own vmlinuz ($DEBIAN_KERNEL, scripts/stock-kernel.sh) with
-# the module built for it (make module KDIR=debian).
+# the module built for it (make module KDIR=debian); --kernel prod the production-config
+# test kernel the benchmark measures on (build-module.sh KDIR=prod builds both).
 # The guest has busybox, trace-cmd, the test programs, tracefs at /sys/kernel/tracing and the
 # module at /lib/modules/user_unwind.ko (not inserted). COMMAND runs with /bin/sh -c; its
 # output is printed and its exit status is this script's. The whole serial console goes to
@@ -21,7 +22,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-usage() { die "usage: run-guest.sh [--kernel test|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N] [--log FILE] -- COMMAND..."; }
+usage() { die "usage: run-guest.sh [--kernel test|prod|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N] [--log FILE] -- COMMAND..."; }
 adds=() smp=2 log= kernel=test
 while (($#)); do
 	case $1 in
@@ -43,6 +44,15 @@ test)
 	[ "$(cat "$KBUILD/.done" 2>/dev/null)" = "$(kernel_key)" ] ||
 		die "test kernel not built or out of date: run make setup"
 	[ -f "$KO" ] || die "module not built: run make module"
+	;;
+prod)
+	KERNEL_FLAVOUR=prod
+	KBUILD=$(kernel_build_dir)
+	BZIMAGE=$KBUILD/arch/x86/boot/bzImage
+	KO=${UU_MODULE:-$(prod_module_dir)/user_unwind.ko}
+	[ "$(cat "$KBUILD/.done" 2>/dev/null)" = "$(kernel_key)" ] ||
+		die "production-config kernel not built or out of date: run scripts/build-module.sh with KDIR=prod"
+	[ -f "$KO" ] || die "module not built for it: run scripts/build-module.sh with KDIR=prod"
 	;;
 debian)
 	BZIMAGE=$(stock_vmlinuz)

@@ -8,10 +8,10 @@
 #define CREATE_TRACE_POINTS
 #include "events.h"
 
-void uu_emit_stack(u64 cookie, u16 start, u16 total, const u64 *offs,
-		   const u64 *files, u32 nr)
+void uu_emit_stack(u64 cookie, u16 start, u16 total, const u64 *files,
+		   u32 nr_files, const u32 *lo, const u32 *hi, const u8 *idx, u32 nr)
 {
-	trace_user_unwind_stack(cookie, start, total, offs, files, nr);
+	trace_user_unwind_stack(cookie, start, total, files, nr_files, lo, hi, idx, nr);
 }
 
 void uu_emit_file_cache(u64 cookie, const char *path, const u8 *build_id,
@@ -48,14 +48,14 @@ bool uu_is_cookie_event(unsigned short type)
 	return type == event_user_unwind_cookie.event.type;
 }
 
-static const u64 *uu_dynamic_array(const void *entry, u32 data_loc, u32 *nr)
+static const void *uu_dynamic_array(const void *entry, u32 data_loc, u32 *len)
 {
-	*nr = (data_loc >> 16) / sizeof(u64);
+	*len = data_loc >> 16;
 	return entry + (data_loc & 0xffff);
 }
 
 /*
- * In the seed's spirit:
+ * In the seed's spirit, one frame per line with its full file cookie:
  *   user_unwind_stack: cookie=300000004
  *    => <000000000008f687> : 0x5c1d0e9b3a7f4e21
  */
@@ -64,12 +64,17 @@ static enum print_line_t uu_stack_output(struct trace_iterator *iter,
 {
 	struct trace_event_raw_user_unwind_stack *field = (void *)iter->ent;
 	struct trace_seq *s = &iter->seq;
-	const u64 *offs, *files;
-	u32 nr, nr_files, i;
+	const u64 *files;
+	const u32 *offs;
+	const u8 *idx;
+	u32 nr, nr_files, nr_offs, i;
 
-	offs = uu_dynamic_array(field, field->__data_loc_offs, &nr);
 	files = uu_dynamic_array(field, field->__data_loc_files, &nr_files);
-	nr = min(nr, nr_files);
+	offs = uu_dynamic_array(field, field->__data_loc_offs, &nr_offs);
+	idx = uu_dynamic_array(field, field->__data_loc_file_idx, &nr);
+	nr_files /= sizeof(u64);
+	nr_offs /= sizeof(u32);
+	nr = min(nr, nr_offs);
 
 	trace_seq_printf(s, "user_unwind_stack: cookie=%llx", field->cookie);
 	if (!field->total)
@@ -78,8 +83,17 @@ static enum print_line_t uu_stack_output(struct trace_iterator *iter,
 		trace_seq_printf(s, " frames %u-%u of %u", field->start,
 				 field->start + nr, field->total);
 	trace_seq_putc(s, '\n');
-	for (i = 0; i < nr && !trace_seq_has_overflowed(s); i++)
-		trace_seq_printf(s, " => <%016llx> : 0x%016llx\n", offs[i], files[i]);
+	for (i = 0; i < nr && !trace_seq_has_overflowed(s); i++) {
+		u64 value = offs[i];
+
+		if (nr_offs >= 2 * nr)
+			value |= (u64)offs[nr + i] << 32;
+		if (idx[i] < nr_files)
+			trace_seq_printf(s, " => <%016llx> : 0x%016llx\n", value,
+					 files[idx[i]]);
+		else
+			trace_seq_printf(s, " => <%016llx> : ?\n", value);
+	}
 
 	return trace_handle_return(s);
 }

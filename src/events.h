@@ -35,39 +35,48 @@ TRACE_EVENT_FN(user_unwind_cookie,
 
 /*
  * The user stack of one kernel entry, or frames [start, start + nr) of it when it is
- * deeper than one record holds: offs[i] is the offset of frame i in the mapped file and
- * files[i] the file cookie (0: no mapping, offs[i] is the address; 1: no file and no
- * name).
+ * deeper than one record holds. files[] holds the distinct file cookies of the record's
+ * frames (0: no mapping, the value is the address; 1: anonymous memory without a name, the
+ * value is the address). Frame i is at value offs[i] in the file with cookie
+ * files[file_idx[i]]: an offset in the mapped file, or in a special mapping such as
+ * [vdso], or the address in anonymous memory. A wide record (a value beyond 32 bits) holds
+ * 2 * nr entries in offs[]: the low halves, then the high halves.
  */
 TRACE_EVENT(user_unwind_stack,
 
-	TP_PROTO(u64 cookie, u16 start, u16 total, const u64 *offs,
-		 const u64 *files, u32 nr),
+	TP_PROTO(u64 cookie, u16 start, u16 total, const u64 *files, u32 nr_files,
+		 const u32 *lo, const u32 *hi, const u8 *idx, u32 nr),
 
-	TP_ARGS(cookie, start, total, offs, files, nr),
+	TP_ARGS(cookie, start, total, files, nr_files, lo, hi, idx, nr),
 
 	TP_STRUCT__entry(
 		__field(u64, cookie)
 		__field(u16, start)
 		__field(u16, total)
-		__dynamic_array(u64, offs, nr)
-		__dynamic_array(u64, files, nr)
+		__dynamic_array(u64, files, nr_files)
+		__dynamic_array(u32, offs, hi ? 2 * nr : nr)
+		__dynamic_array(u8, file_idx, nr)
 	),
 
 	TP_fast_assign(
 		__entry->cookie = cookie;
 		__entry->start = start;
 		__entry->total = total;
-		memcpy(__get_dynamic_array(offs), offs, nr * 8);
-		memcpy(__get_dynamic_array(files), files, nr * 8);
+		memcpy(__get_dynamic_array(files), files, nr_files * 8);
+		memcpy(__get_dynamic_array(offs), lo, nr * 4);
+		if (hi)
+			memcpy((u32 *)__get_dynamic_array(offs) + nr, hi, nr * 4);
+		memcpy(__get_dynamic_array(file_idx), idx, nr);
 	),
 
-	TP_printk("cookie=%llx start=%u total=%u offs=%s files=%s",
+	TP_printk("cookie=%llx start=%u total=%u files=%s offs=%s file_idx=%s",
 		  __entry->cookie, __entry->start, __entry->total,
-		  __print_array(__get_dynamic_array(offs),
-				__get_dynamic_array_len(offs) / 8, 8),
 		  __print_array(__get_dynamic_array(files),
-				__get_dynamic_array_len(files) / 8, 8))
+				__get_dynamic_array_len(files) / 8, 8),
+		  __print_array(__get_dynamic_array(offs),
+				__get_dynamic_array_len(offs) / 4, 4),
+		  __print_array(__get_dynamic_array(file_idx),
+				__get_dynamic_array_len(file_idx), 1))
 );
 
 /*

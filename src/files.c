@@ -5,10 +5,11 @@
  *
  * - __fput(), and any compiler clone of it (__fput.isra.0 and the like, found in kallsyms
  *   at load): the struct file is about to be freed, so a new file at the same address gets
- *   its own file_cache event. It runs for every final fput() in the system while the module
- *   is loaded, in task or workqueue context (never NMI), and does one hash and one load
- *   (a compare-exchange only for a file in the cache). On x86 with
- *   CONFIG_KPROBES_ON_FTRACE it is an ftrace call, not an int3.
+ *   its own file_cache event. Armed only while stacks are requested (uu_files_arm()), so a
+ *   loaded, idle module costs the system's fput() nothing; armed, it runs for every final
+ *   fput(), in task or workqueue context (never NMI), and does one hash and one load (a
+ *   compare-exchange only for a file in the cache). On x86 with CONFIG_KPROBES_ON_FTRACE
+ *   it is an ftrace call, not an int3. While it is disarmed the cache is not trusted.
  * - The ring buffer switched on or reset, resized or re-enabled (tracing_on, echo > trace,
  *   trace-cmd starting, a reader of the trace file finishing): a reader may have lost the
  *   file_cache events written before, so the cache starts a new generation. Cold paths.
@@ -46,6 +47,8 @@ static struct kprobe *uu_fput_probe_ptrs[UU_FPUT_PROBES];
 static char uu_fput_names[UU_FPUT_PROBES][KSYM_NAME_LEN];
 static int uu_nr_fput_probes;
 static int uu_nr_fput_symbols;
+/* Every __fput probe is armed; written under the caller's lock (uu_hook_lock). */
+static bool uu_fput_armed;
 
 static int uu_reset_pre(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
@@ -112,6 +115,8 @@ int uu_files_init(void)
 	for (i = 0; i < uu_nr_fput_probes; i++) {
 		uu_fput_probes[i].symbol_name = uu_fput_names[i];
 		uu_fput_probes[i].pre_handler = uu_fput_pre;
+		/* Registered disarmed: uu_files_arm() arms them while stacks are requested. */
+		uu_fput_probes[i].flags = KPROBE_FLAG_DISABLED;
 		uu_fput_probe_ptrs[i] = &uu_fput_probes[i];
 	}
 	ret = register_kprobes(uu_fput_probe_ptrs, uu_nr_fput_probes);
@@ -133,6 +138,46 @@ int uu_files_init(void)
 	return 0;
 }
 
+/**
+ * uu_files_arm - arm or disarm the __fput probes
+ * @on: arm them
+ *
+ * Stacks are requested only while they are armed; a stack recorded while they are not (one
+ * requested just before) finds uu_files_check() true and trusts nothing the cache says.
+ * The cache starts a new generation after every change: files freed while the probes were
+ * disarmed are forgotten, and a stack whose file_cache events were decided across the
+ * change repeats them after it.
+ *
+ * Context: task, may sleep; the caller serialises calls (uu_hook_lock).
+ */
+void uu_files_arm(bool on)
+{
+	int i, ret = 0;
+
+	if (on == uu_fput_armed)
+		return;
+	if (!on)
+		WRITE_ONCE(uu_fput_armed, false);
+	for (i = 0; i < uu_nr_fput_probes; i++) {
+		if (!on) {
+			disable_kprobe(&uu_fput_probes[i]);
+			continue;
+		}
+		ret = enable_kprobe(&uu_fput_probes[i]);
+		if (ret)
+			break;
+	}
+	if (ret) {
+		pr_warn_once("cannot arm %s (%d): every stack rewrites its file_cache events\n",
+			     uu_fput_names[i], ret);
+		while (i--)
+			disable_kprobe(&uu_fput_probes[i]);
+	}
+	uu_rust_files_reset();
+	if (on && !ret)
+		WRITE_ONCE(uu_fput_armed, true);
+}
+
 void uu_files_exit(void)
 {
 	if (uu_reset_probed)
@@ -151,9 +196,10 @@ bool uu_files_resets_probed(void)
 /**
  * uu_files_check - whether the __fput probes may have missed a call since the last check
  *
- * True while kprobes are disarmed globally (debug/kprobes/enabled is 0) and when a probe
- * counted a miss; the caller then must not trust the first-sight cache. A disarm and
- * re-arm between two checks is not seen: nothing the module can probe runs then.
+ * True while the module keeps them disarmed (no stacks requested), while kprobes are
+ * disarmed globally (debug/kprobes/enabled is 0) and when a probe counted a miss; the
+ * caller then must not trust the first-sight cache. A global disarm and re-arm between two
+ * checks is not seen: nothing the module can probe runs then.
  *
  * Context: task.
  */
@@ -162,6 +208,8 @@ bool uu_files_check(void)
 	unsigned long missed = 0;
 	int i;
 
+	if (!READ_ONCE(uu_fput_armed))
+		return true;
 	for (i = 0; i < uu_nr_fput_probes; i++)
 		missed += READ_ONCE(uu_fput_probes[i].nmissed);
 	for (i = 0; uu_reset_probed && i < ARRAY_SIZE(uu_reset_probes); i++)
@@ -300,6 +348,7 @@ long uu_file_read(struct file *file, u64 offset, u8 *buf, size_t len)
  * @vma: a VMA whose lock (or mmap_lock) the caller holds
  * @buf: where the name is written, NUL-terminated
  * @len: size of @buf
+ * @special: set when the name is a special mapping's, cleared for anonymous memory
  *
  * Special mappings name themselves ("[vdso]", "[vvar]"); anonymous memory may carry a
  * name given with prctl(PR_SET_VMA_ANON_NAME), shown as "[anon:name]" as in
@@ -308,16 +357,19 @@ long uu_file_read(struct file *file, u64 offset, u8 *buf, size_t len)
  * Context: task, VMA stabilised.
  * Return: the length of the name, 0 when it has none.
  */
-int uu_vma_name(struct vm_area_struct *vma, char *buf, int len)
+int uu_vma_name(struct vm_area_struct *vma, char *buf, int len, bool *special)
 {
 	const char *name = NULL;
 
+	*special = false;
 	if (vma->vm_file)
 		return 0;
 	if (vma->vm_ops && vma->vm_ops->name)
 		name = vma->vm_ops->name(vma);
-	if (name)
+	if (name) {
+		*special = true;
 		return scnprintf(buf, len, "%s", name);
+	}
 #ifdef CONFIG_ANON_VMA_NAME
 	if (vma->anon_name)
 		return scnprintf(buf, len, "[anon:%s]", vma->anon_name->name);

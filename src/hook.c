@@ -124,11 +124,16 @@ static int uu_hook_update(void)
 
 	lockdep_assert_held(&uu_hook_lock);
 	if (on && !uu_export_registered) {
+		/* Files freed from now on are seen before a stack can name them. */
+		uu_files_arm(true);
 		ret = register_ftrace_export(&uu_export);
 		uu_export_registered = !ret;
+		if (ret)
+			uu_files_arm(false);
 	} else if (!on && uu_export_registered) {
 		unregister_ftrace_export(&uu_export);
 		uu_export_registered = false;
+		uu_files_arm(false);
 	}
 	return ret;
 }

@@ -109,6 +109,27 @@ mod tests {
         assert_eq!(read(Stat::EmptyStacks), before + 1);
     }
 
+    /// `src/stats.rs` mirrors C's `enum uu_stat` by hand: each Rust value must be the C
+    /// counter of the same name.
+    #[test]
+    fn rust_counters_are_cs() {
+        use crate::stats::Stat;
+        use kernel::str::{CStr, CStrExt};
+        for (stat, name) in [
+            (Stat::Stacks, c"stacks"),
+            (Stat::Frames, c"frames"),
+            (Stat::EmptyStacks, c"empty_stacks"),
+            (Stat::FileCache, c"file_cache"),
+            (Stat::FileCacheDeferred, c"file_cache_deferred"),
+            (Stat::BuildIdUncached, c"build_id_uncached"),
+            (Stat::CacheResets, c"cache_resets"),
+        ] {
+            // SAFETY: C returns a static NUL-terminated string for every value.
+            let got = unsafe { CStr::from_char_ptr(ffi::uu_stat_name(stat as u32)) };
+            assert_eq!(got, name);
+        }
+    }
+
     /// The unexported functions are reached through static calls patched to direct calls
     /// and jumps (no indirect branch for IBT to trap): each points at what kallsyms says,
     /// and its trampoline is a `jmp rel32` there.

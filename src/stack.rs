@@ -8,15 +8,15 @@
 //! ([`Translator`]), with the per-VMA lock first (no `mmap_lock` contention with the task's
 //! other threads) and `mmap_lock` only when that fails; the three fields needed are copied
 //! out and the lock dropped at once; the file cookie is hashed once per VMA change; frames
-//! go through a 1 KiB on-stack chunk, and the files a chunk holds in 512 bytes more: the
-//! steady state allocates nothing (only a `file_cache` event needs a path buffer).
+//! go through a 1.1 KiB on-stack [`Record`], and the files a chunk holds in 512 bytes more:
+//! the steady state allocates nothing (only a `file_cache` event needs a path buffer).
 //!
 //! The VMA fields are read through the Rust bindings, which the module checks against C's
 //! layout at load (`src/layout.rs`).
 
 use crate::ffi;
 use crate::files::{HeldFiles, NAME_MAX, NEW_FILES_PER_STACK};
-use crate::logic::frames::{chunks, AddressSpace, Backing, Translator, Vma, CHUNK_FRAMES};
+use crate::logic::frames::{chunks, AddressSpace, Backing, Record, Translator, Vma};
 use crate::logic::offset::Mapping;
 use crate::stats::{self, Stat};
 use crate::Keys;
@@ -46,13 +46,18 @@ fn copy_vma(vma: &VmaRef, held: &mut HeldFiles<'_>) -> Vma {
         Backing::File(file as usize as u64)
     } else {
         let mut name = [0u8; NAME_MAX];
+        let mut special = false;
         // SAFETY: The VMA is stabilised by its lock; `name` is valid for `NAME_MAX` bytes.
-        let len = unsafe { ffi::uu_vma_name(ptr.cast(), name.as_mut_ptr(), NAME_MAX as i32) };
-        match name.get(..usize::try_from(len).unwrap_or(0)) {
-            Some(name) if !name.is_empty() => held
-                .hold_name(name)
-                .map_or(Backing::Anonymous, Backing::Named),
-            _ => Backing::Anonymous,
+        let len = unsafe {
+            ffi::uu_vma_name(ptr.cast(), name.as_mut_ptr(), NAME_MAX as i32, &mut special)
+        };
+        let cookie = match name.get(..usize::try_from(len).unwrap_or(0)) {
+            Some(name) if !name.is_empty() => held.hold_name(name),
+            _ => None,
+        };
+        match cookie {
+            Some(cookie) if special => Backing::Special(cookie),
+            _ => Backing::Anonymous(cookie),
         }
     };
     Vma {
@@ -90,13 +95,12 @@ impl AddressSpace for TaskSpace<'_> {
 /// user address space any more): the cookie still gets its stack, so that it cannot be
 /// mistaken for a lost event.
 fn record_empty(cookie: u64) {
-    // SAFETY: With `nr` 0 the tracepoint reads nothing from either (empty, non-null) array.
-    unsafe { ffi::uu_emit_stack(cookie, 0, 0, [0u64; 0].as_ptr(), [0u64; 0].as_ptr(), 0) };
+    emit(cookie, 0, 0, &Record::new());
     stats::add(Stat::EmptyStacks, 1);
 }
 
 /// Records `ips`, the user stack of `current` for the unwind `cookie`, as one
-/// `user_unwind_stack` event per [`CHUNK_FRAMES`] frames, or one empty record.
+/// `user_unwind_stack` event per [`CHUNK_FRAMES`](crate::logic::frames::CHUNK_FRAMES) frames, or one empty record.
 ///
 /// Context: task context of the unwound task, may sleep.
 pub(crate) fn record(ips: &[c_ulong], cookie: u64, keys: &Keys) {
@@ -110,10 +114,10 @@ pub(crate) fn record(ips: &[c_ulong], cookie: u64, keys: &Keys) {
     }
     let ips = &ips[..ips.len().min(usize::from(u16::MAX))];
     let total = ips.len() as u16;
-    let mut offs = [0u64; CHUNK_FRAMES];
-    let mut files = [0u64; CHUNK_FRAMES];
+    let mut rec = Record::new();
     let mut budget = NEW_FILES_PER_STACK;
     let mut last_miss = None;
+    stats::add(Stat::Frames, ips.len() as u64);
 
     for (start, len) in chunks(ips.len()) {
         // A fresh translator per chunk looks every file of the chunk up again, so each
@@ -124,22 +128,34 @@ pub(crate) fn record(ips: &[c_ulong], cookie: u64, keys: &Keys) {
             last_miss: &mut last_miss,
         };
         let mut translator = Translator::new(&keys.file, PAGE_SHIFT as u32);
+        rec.clear();
         let frames = ips[start..start + len].iter().map(|&ip| ip as u64);
-        let n = translator.translate(&mut space, frames, &mut offs, &mut files);
+        translator.translate(&mut space, frames, &mut rec);
         let report = space.held.report(&mut budget);
-        // SAFETY: `offs` and `files` hold `n` initialized entries; the tracepoint copies them.
-        unsafe {
-            ffi::uu_emit_stack(
-                cookie,
-                start as u16,
-                total,
-                offs.as_ptr(),
-                files.as_ptr(),
-                n as u32,
-            )
-        };
+        emit(cookie, start as u16, total, &rec);
         if report.needs_repeat() {
             space.held.repeat();
         }
     }
+}
+
+/// Writes `rec` as one `user_unwind_stack` event.
+fn emit(cookie: u64, start: u16, total: u16, rec: &Record) {
+    let files = rec.files();
+    let hi = rec.hi().map_or(core::ptr::null(), |hi| hi.as_ptr());
+    // SAFETY: `files` holds `files.len()` cookies, `lo`, `idx` (and `hi` when not null)
+    // `rec.len()` entries each; the tracepoint only reads them, within those lengths.
+    unsafe {
+        ffi::uu_emit_stack(
+            cookie,
+            start,
+            total,
+            files.as_ptr(),
+            files.len() as u32,
+            rec.lo().as_ptr(),
+            hi,
+            rec.idx().as_ptr(),
+            rec.len() as u32,
+        )
+    };
 }

@@ -20,6 +20,7 @@ static const char *const uu_stat_names[UU_STAT_NR] = {
 	[UU_STAT_REQUESTS_FAILED] = "requests_failed",
 	[UU_STAT_COOKIES_UNRECORDED] = "cookies_unrecorded",
 	[UU_STAT_STACKS] = "stacks",
+	[UU_STAT_FRAMES] = "frames",
 	[UU_STAT_EMPTY_STACKS] = "empty_stacks",
 	[UU_STAT_FILE_CACHE] = "file_cache",
 	[UU_STAT_FILE_CACHE_DEFERRED] = "file_cache_deferred",
@@ -45,6 +46,12 @@ u64 uu_stat_read(enum uu_stat stat)
 	for_each_possible_cpu(cpu)
 		sum += READ_ONCE(per_cpu_ptr(&uu_stats, cpu)[0][stat]);
 	return sum;
+}
+
+/* The name @stat has in user_unwind_stats, "" for none: KUnit checks src/stats.rs with it. */
+const char *uu_stat_name(u32 stat)
+{
+	return stat < UU_STAT_NR ? uu_stat_names[stat] : "";
 }
 
 static int uu_stats_show(struct seq_file *m, void *v)

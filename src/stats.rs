@@ -10,11 +10,12 @@ use crate::ffi;
 #[repr(u32)]
 pub(crate) enum Stat {
     Stacks = 3,
-    EmptyStacks = 4,
-    FileCache = 5,
-    FileCacheDeferred = 6,
-    BuildIdUncached = 7,
-    CacheResets = 8,
+    Frames = 4,
+    EmptyStacks = 5,
+    FileCache = 6,
+    FileCacheDeferred = 7,
+    BuildIdUncached = 8,
+    CacheResets = 9,
 }
 
 /// The sum of `stat` over all CPUs.
@@ -31,6 +32,6 @@ pub(crate) fn read(stat: Stat) -> u64 {
 /// Context: any.
 pub(crate) fn add(stat: Stat, n: u64) {
     // SAFETY: A plain C function without preconditions; `stat` is a valid `enum uu_stat`
-    // (the KUnit suite compares the values with C's).
+    // (the KUnit suite compares the values with C's names).
     unsafe { ffi::uu_stat_add(stat as u32, n as core::ffi::c_ulong) };
 }

@@ -69,13 +69,18 @@ mod ffi {
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
         pub(crate) fn uu_stat_read(stat: u32) -> u64;
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
+        pub(crate) fn uu_stat_name(stat: u32) -> *const kernel::ffi::c_char;
+        #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
         pub(crate) fn uu_test_static_calls() -> c_int;
         pub(crate) fn uu_emit_stack(
             cookie: u64,
             start: u16,
             total: u16,
-            offs: *const u64,
             files: *const u64,
+            nr_files: u32,
+            lo: *const u32,
+            hi: *const u32,
+            idx: *const u8,
             nr: u32,
         );
         pub(crate) fn uu_files_init() -> c_int;
@@ -93,7 +98,12 @@ mod ffi {
             buf: *mut u8,
             len: usize,
         ) -> core::ffi::c_long;
-        pub(crate) fn uu_vma_name(vma: *mut c_void, buf: *mut u8, len: c_int) -> c_int;
+        pub(crate) fn uu_vma_name(
+            vma: *mut c_void,
+            buf: *mut u8,
+            len: c_int,
+            special: *mut bool,
+        ) -> c_int;
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
         pub(crate) fn uu_kernel_siphash(data: *const u8, len: usize, key: *const u64) -> u64;
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.

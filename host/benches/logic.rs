@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Host microbenchmarks of the module's pure logic, so that a regression shows on the host
-//! before a guest runs: frame translation (VMA reuse and SipHash) per frame, SipHash of one
+//! before a guest runs: frame translation into a record (VMA reuse, SipHash, the file
+//! table) per frame, SipHash of one
 //! pointer, the build-id parser on a real file, and first-sight cache lookups.
 //! Run with `make bench-host` (`cargo bench` in host/).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use user_unwind_logic::logic::buildid::{find_build_id, vectors};
-use user_unwind_logic::logic::frames::{AddressSpace, Backing, Translator, Vma};
+use user_unwind_logic::logic::frames::{AddressSpace, Backing, Record, Translator, Vma};
 use user_unwind_logic::logic::offset::Mapping;
 use user_unwind_logic::logic::seen::{CachedId, FirstSight, Sighting};
 use user_unwind_logic::logic::siphash::{siphash_1u64, TEST_KEY};
@@ -55,11 +56,12 @@ fn translation(c: &mut Criterion) {
     let ips = stack();
     g.throughput(Throughput::Elements(ips.len() as u64));
     g.bench_function("32 frames, 3 files", |b| {
-        let (mut offs, mut cookies) = ([0u64; 32], [0u64; 32]);
+        let mut rec = Record::new();
         b.iter(|| {
             let mut space = space();
             let mut t = Translator::new(&TEST_KEY, 12);
-            black_box(t.translate(&mut space, ips, &mut offs, &mut cookies));
+            rec.clear();
+            black_box(t.translate(&mut space, ips, &mut rec));
         })
     });
     g.finish();

@@ -1,37 +1,47 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Turning the user IPs of one stack into `(file offset, file cookie)` pairs.
+//! Turning the user IPs of one stack into a `user_unwind_stack` record.
 //!
 //! This is all the work done at stack time, as the review of the seed series asked: look up the
 //! VMA of each frame (reusing the previous one while frames stay inside it), compute the offset
 //! in the mapped file and hash the `struct file` pointer value. Nothing is registered, nothing
 //! is dereferenced: the cookie is an opaque number, only valid for the lifetime of the mapping
 //! that produced it.
+//!
+//! A record is compact ([`Record`]): the distinct file cookies of its frames once, in a table,
+//! and per frame a 32-bit offset and a one-byte index into that table, 5 bytes a frame instead
+//! of the 16 of an (offset, cookie) pair. A record with a value that needs more than 32 bits
+//! (a raw address, an offset in a file beyond 4 GiB) is wide: the high halves follow the low
+//! ones, 9 bytes a frame.
 
 #![forbid(unsafe_code)]
 
 use super::offset::Mapping;
 use super::siphash::{siphash, siphash_1u64, SipKey};
 
-/// File cookie of a frame that lies in no VMA; its offset is the raw address.
+/// File cookie of a frame that lies in no VMA; its value is the raw address.
 pub const COOKIE_NO_MAPPING: u64 = 0;
-/// File cookie of a frame in a VMA without a file (anonymous memory, JIT code, the vdso).
+/// File cookie of a frame in anonymous memory without a name (JIT code, say); its value is
+/// the raw address, which is what `/tmp/perf-PID.map` files name.
 pub const COOKIE_NO_FILE: u64 = 1;
 
 /// Frames per `user_unwind_stack` record. A deeper stack is split into several records that
-/// share the unwind cookie and say where they start, so nothing is cut silently. 64 frames are
-/// 1 KiB of payload: one record always fits a ring-buffer sub-buffer.
+/// share the unwind cookie and say where they start, so nothing is cut silently. A record of
+/// 64 frames is at most 1.1 KiB: it always fits a ring-buffer sub-buffer, and the indices fit
+/// a byte.
 pub const CHUNK_FRAMES: usize = 64;
 
 /// What backs a VMA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backing {
-    /// A file: the value of `vm_file`, used only as hash input.
+    /// A file: the value of `vm_file`, used only as hash input. Frames are file offsets.
     File(u64),
-    /// No file, but a name the kernel gives (`[vdso]`, `[anon:...]`): its [`name_cookie`].
-    Named(u64),
-    /// Anonymous memory without a name.
-    Anonymous,
+    /// A mapping the kernel names without a file (`[vdso]`): its [`name_cookie`]. Frames are
+    /// offsets from its start, as for a file mapped at offset 0.
+    Special(u64),
+    /// Anonymous memory, with the [`name_cookie`] of its name (`[anon:...]`) if it has one.
+    /// Frames are raw addresses.
+    Anonymous(Option<u64>),
 }
 
 /// What the translation needs to know of a VMA, copied out under its lock.
@@ -72,6 +82,112 @@ pub fn name_cookie(name: &[u8], key: &SipKey) -> u64 {
     unreserved(siphash(name, key))
 }
 
+/// The frames of one `user_unwind_stack` record, in the event's layout: `files` the distinct
+/// file cookies, and per frame `lo` (and, in a wide record, `hi`) the halves of its value and
+/// `idx` the index of its cookie in `files`.
+pub struct Record {
+    files: [u64; CHUNK_FRAMES],
+    nr_files: usize,
+    lo: [u32; CHUNK_FRAMES],
+    hi: [u32; CHUNK_FRAMES],
+    idx: [u8; CHUNK_FRAMES],
+    nr: usize,
+    wide: bool,
+}
+
+impl Default for Record {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Record {
+    /// An empty record.
+    pub const fn new() -> Self {
+        Record {
+            files: [0; CHUNK_FRAMES],
+            nr_files: 0,
+            lo: [0; CHUNK_FRAMES],
+            hi: [0; CHUNK_FRAMES],
+            idx: [0; CHUNK_FRAMES],
+            nr: 0,
+            wide: false,
+        }
+    }
+
+    /// Empties the record for the next chunk.
+    pub fn clear(&mut self) {
+        self.nr_files = 0;
+        self.nr = 0;
+        self.wide = false;
+    }
+
+    /// The index of `cookie` in the table, added if new. The table has room for one
+    /// cookie per frame, so it never fills before the frames do.
+    fn file_index(&mut self, cookie: u64) -> u8 {
+        let n = self.nr_files;
+        if let Some(i) = self.files[..n].iter().position(|&c| c == cookie) {
+            return i as u8;
+        }
+        if let Some(slot) = self.files.get_mut(n) {
+            *slot = cookie;
+            self.nr_files = n + 1;
+        }
+        n as u8
+    }
+
+    /// Appends a frame whose file has table index `idx`; the caller checked for room.
+    fn push(&mut self, value: u64, idx: u8) {
+        let i = self.nr;
+        let (Some(lo), Some(hi), Some(slot)) =
+            (self.lo.get_mut(i), self.hi.get_mut(i), self.idx.get_mut(i))
+        else {
+            return;
+        };
+        (*lo, *hi, *slot) = (value as u32, (value >> 32) as u32, idx);
+        self.wide |= *hi != 0;
+        self.nr = i + 1;
+    }
+
+    /// How many frames the record holds.
+    pub fn len(&self) -> usize {
+        self.nr
+    }
+
+    /// Whether the record holds no frame.
+    pub fn is_empty(&self) -> bool {
+        self.nr == 0
+    }
+
+    /// The distinct file cookies.
+    pub fn files(&self) -> &[u64] {
+        &self.files[..self.nr_files]
+    }
+
+    /// The low 32 bits of each frame's value.
+    pub fn lo(&self) -> &[u32] {
+        &self.lo[..self.nr]
+    }
+
+    /// The high 32 bits of each frame's value, for a wide record; `None` when all are 0.
+    pub fn hi(&self) -> Option<&[u32]> {
+        self.wide.then(|| &self.hi[..self.nr])
+    }
+
+    /// Each frame's index into [`Record::files`].
+    pub fn idx(&self) -> &[u8] {
+        &self.idx[..self.nr]
+    }
+
+    /// Frame `i` as (value, file cookie).
+    pub fn frame(&self, i: usize) -> Option<(u64, u64)> {
+        let lo = u64::from(*self.lo().get(i)?);
+        let hi = self.hi().map_or(0, |hi| u64::from(hi[i]));
+        let file = *self.files().get(usize::from(self.idx[i]))?;
+        Some((hi << 32 | lo, file))
+    }
+}
+
 /// Translates the frames of one stack, remembering the last VMA and its cookie across calls.
 pub struct Translator<'k> {
     key: &'k SipKey,
@@ -96,48 +212,78 @@ impl<'k> Translator<'k> {
         self.lookups
     }
 
-    /// Translates `ips` into `offs[i]` and `cookies[i]`; returns how many frames were written,
-    /// at most the length of the shorter buffer.
+    /// Translates `ips` into `rec`, after the frames it holds; returns how many frames were
+    /// added, at most the room left in it.
     pub fn translate(
         &mut self,
         space: &mut impl AddressSpace,
         ips: impl IntoIterator<Item = u64>,
-        offs: &mut [u64],
-        cookies: &mut [u64],
+        rec: &mut Record,
     ) -> usize {
-        let mut n = 0;
-        for ((ip, off), cookie) in ips.into_iter().zip(offs.iter_mut()).zip(cookies.iter_mut()) {
-            (*off, *cookie) = self.frame(space, ip);
-            n += 1;
+        let before = rec.len();
+        // The index in `rec` of the remembered VMA's cookie, once looked up.
+        let mut last_idx = None;
+        for ip in ips {
+            if rec.len() == CHUNK_FRAMES {
+                break;
+            }
+            let remembered = match self.last {
+                Some((vma, cookie)) if vma.map.contains(ip) => {
+                    Some((vma_value(&vma, ip, self.page_shift).0, cookie))
+                }
+                _ => None,
+            };
+            let (value, idx) = match (remembered, last_idx) {
+                (Some((value, _)), Some(idx)) => (value, idx),
+                _ => {
+                    let (value, cookie) = remembered.unwrap_or_else(|| self.miss(space, ip));
+                    let idx = rec.file_index(cookie);
+                    // A frame in no VMA leaves the remembered VMA as it was, and no index.
+                    last_idx = (cookie != COOKIE_NO_MAPPING).then_some(idx);
+                    (value, idx)
+                }
+            };
+            rec.push(value, idx);
         }
-        n
+        rec.len() - before
     }
 
-    fn frame(&mut self, space: &mut impl AddressSpace, ip: u64) -> (u64, u64) {
-        let cached = match self.last {
-            Some((vma, cookie)) if vma.map.contains(ip) => Some((vma, cookie)),
-            _ => None,
+    /// Looks the VMA of `ip` up and remembers it: the frame's value and cookie.
+    fn miss(&mut self, space: &mut impl AddressSpace, ip: u64) -> (u64, u64) {
+        self.lookups += 1;
+        let Some(vma) = space.lookup(ip) else {
+            return (ip, COOKIE_NO_MAPPING);
         };
-        let (vma, cookie) = match cached {
-            Some(hit) => hit,
-            None => {
-                self.lookups += 1;
-                let Some(vma) = space.lookup(ip) else {
-                    return (ip, COOKIE_NO_MAPPING);
-                };
-                let cookie = match vma.backing {
-                    Backing::File(file) => file_cookie(file, self.key),
-                    Backing::Named(cookie) => cookie,
-                    Backing::Anonymous => COOKIE_NO_FILE,
-                };
-                self.last = Some((vma, cookie));
-                (vma, cookie)
-            }
+        let cookie = match vma.backing {
+            Backing::File(file) => file_cookie(file, self.key),
+            Backing::Special(cookie) | Backing::Anonymous(Some(cookie)) => cookie,
+            Backing::Anonymous(None) => COOKIE_NO_FILE,
         };
-        match vma.map.file_offset(ip, self.page_shift) {
-            Ok(off) => (off, cookie),
-            Err(_) => (ip, COOKIE_NO_MAPPING),
+        let (value, ok) = vma_value(&vma, ip, self.page_shift);
+        if !ok {
+            self.last = None;
+            return (value, COOKIE_NO_MAPPING);
         }
+        self.last = Some((vma, cookie));
+        (value, cookie)
+    }
+}
+
+/// The recorded value of `ip` in `vma`: its file offset, its offset in a special mapping, or
+/// the address itself in anonymous memory; false (and the address) when the offset does not
+/// compute.
+fn vma_value(vma: &Vma, ip: u64, page_shift: u32) -> (u64, bool) {
+    let map = match vma.backing {
+        Backing::File(_) => vma.map,
+        Backing::Special(_) => Mapping {
+            pgoff: 0,
+            ..vma.map
+        },
+        Backing::Anonymous(_) => return (ip, true),
+    };
+    match map.file_offset(ip, page_shift) {
+        Ok(off) => (off, true),
+        Err(_) => (ip, false),
     }
 }
 
@@ -152,6 +298,7 @@ pub fn chunks(total: usize) -> impl Iterator<Item = (usize, usize)> {
 mod tests {
     use super::super::siphash::TEST_KEY;
     use super::*;
+    use std::vec::Vec;
 
     /// A fixed list of VMAs standing in for a process image.
     struct Space(&'static [Vma]);
@@ -165,6 +312,7 @@ mod tests {
     const EXE: u64 = 0xffff_8881_0000_1000;
     const LIB: u64 = 0xffff_8881_0000_2000;
     const VDSO: u64 = 0x1234_5678_9abc_def0;
+    const JIT: u64 = 0x0fed_cba9_8765_4321;
     const SPACE: &[Vma] = &[
         Vma {
             map: Mapping {
@@ -186,41 +334,123 @@ mod tests {
             map: Mapping {
                 start: 0x7ffd_0000,
                 end: 0x7ffd_2000,
-                pgoff: 0x7ffd0,
+                pgoff: 0x12345,
             },
-            backing: Backing::Anonymous,
+            backing: Backing::Anonymous(None),
         },
         Vma {
             map: Mapping {
                 start: 0x7ffe_0000,
                 end: 0x7ffe_2000,
-                pgoff: 0,
+                pgoff: 0x7ffe0,
             },
-            backing: Backing::Named(VDSO),
+            backing: Backing::Special(VDSO),
+        },
+        Vma {
+            map: Mapping {
+                start: 0x7fff_1234_0000,
+                end: 0x7fff_1235_0000,
+                pgoff: 0x7_fff1_2340,
+            },
+            backing: Backing::Anonymous(Some(JIT)),
         },
     ];
 
-    #[test]
-    fn frames_get_file_offsets_and_per_file_cookies() {
-        let ips = [0x7f00_0010, 0x40_0100, 0x40_0200, 0x7ffd_0008, 0x1234];
-        let (mut offs, mut cookies) = ([0; 5], [0; 5]);
+    fn frames(rec: &Record) -> Vec<(u64, u64)> {
+        (0..rec.len()).map(|i| rec.frame(i).unwrap()).collect()
+    }
+
+    fn translate(ips: &[u64]) -> Record {
+        let mut rec = Record::new();
         let mut t = Translator::new(&TEST_KEY, 12);
         assert_eq!(
-            t.translate(&mut Space(SPACE), ips, &mut offs, &mut cookies),
-            5
+            t.translate(&mut Space(SPACE), ips.iter().copied(), &mut rec),
+            ips.len().min(CHUNK_FRAMES)
         );
-        assert_eq!(offs, [0x10, 0x1100, 0x1200, 0x7ffd_0008, 0x1234]);
-        let (exe, lib) = (file_cookie(EXE, &TEST_KEY), file_cookie(LIB, &TEST_KEY));
-        assert_ne!(exe, lib);
-        assert_eq!(cookies, [lib, exe, exe, COOKIE_NO_FILE, COOKIE_NO_MAPPING]);
+        rec
     }
 
     #[test]
-    fn named_mappings_carry_their_name_cookie() {
-        let (mut offs, mut cookies) = ([0; 1], [0; 1]);
+    fn frames_get_file_offsets_and_per_file_cookies() {
+        let rec = translate(&[0x7f00_0010, 0x40_0100, 0x40_0200, 0x7ffd_0008, 0x1234]);
+        let (exe, lib) = (file_cookie(EXE, &TEST_KEY), file_cookie(LIB, &TEST_KEY));
+        assert_ne!(exe, lib);
+        assert_eq!(
+            frames(&rec),
+            [
+                (0x10, lib),
+                (0x1100, exe),
+                (0x1200, exe),
+                (0x7ffd_0008, COOKIE_NO_FILE),
+                (0x1234, COOKIE_NO_MAPPING)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_record_holds_each_file_once_and_a_byte_per_frame() {
+        let rec = translate(&[
+            0x40_0100,
+            0x7f00_0010,
+            0x40_0200,
+            0x40_0300,
+            0x7f00_0020,
+            0x99,
+        ]);
+        let (exe, lib) = (file_cookie(EXE, &TEST_KEY), file_cookie(LIB, &TEST_KEY));
+        assert_eq!(rec.files(), [exe, lib, COOKIE_NO_MAPPING]);
+        assert_eq!(rec.idx(), [0, 1, 0, 0, 1, 2]);
+        assert_eq!(rec.lo(), [0x1100, 0x10, 0x1200, 0x1300, 0x20, 0x99]);
+        assert_eq!(rec.hi(), None);
+    }
+
+    #[test]
+    fn values_beyond_32_bits_make_the_record_wide() {
+        let rec = translate(&[0x40_0100, 0x7fff_1234_5678]);
+        assert_eq!(rec.lo(), [0x1100, 0x1234_5678]);
+        assert_eq!(rec.hi(), Some(&[0, 0x7fff][..]));
+        assert_eq!(frames(&rec)[1], (0x7fff_1234_5678, JIT));
+        let mut rec = rec;
+        rec.clear();
+        assert!(rec.is_empty() && rec.files().is_empty() && rec.hi().is_none());
+    }
+
+    #[test]
+    fn anonymous_memory_gives_addresses_special_mappings_offsets() {
+        // The anonymous VMA's pgoff is ignored (mremap moves a VMA and keeps it).
+        assert_eq!(
+            frames(&translate(&[0x7ffd_0008])),
+            [(0x7ffd_0008, COOKIE_NO_FILE)]
+        );
+        assert_eq!(frames(&translate(&[0x7ffe_0010])), [(0x10, VDSO)]);
+    }
+
+    #[test]
+    fn a_frame_outside_every_vma_keeps_the_remembered_one() {
+        let rec = translate(&[0x40_0100, 0x5000_0000, 0x40_0200]);
+        let exe = file_cookie(EXE, &TEST_KEY);
+        assert_eq!(
+            frames(&rec),
+            [
+                (0x1100, exe),
+                (0x5000_0000, COOKIE_NO_MAPPING),
+                (0x1200, exe)
+            ]
+        );
+        assert_eq!(rec.idx(), [0, 1, 0]);
+    }
+
+    #[test]
+    fn a_record_stops_at_chunk_frames_with_a_table_entry_per_file() {
+        let ips: Vec<u64> = (0..100).map(|i| [0x40_0100, 0x7f00_0010][i % 2]).collect();
+        let rec = translate(&ips);
+        assert_eq!((rec.len(), rec.files().len()), (CHUNK_FRAMES, 2));
+        // 64 frames each in no mapping: one table entry, one lookup each.
+        let ips: Vec<u64> = (0..64).map(|i| 0x1000 * i).collect();
+        let mut rec = Record::new();
         let mut t = Translator::new(&TEST_KEY, 12);
-        t.translate(&mut Space(SPACE), [0x7ffe_0010], &mut offs, &mut cookies);
-        assert_eq!((offs[0], cookies[0]), (0x10, VDSO));
+        t.translate(&mut Space(SPACE), ips.iter().copied(), &mut rec);
+        assert_eq!((rec.len(), rec.files(), t.lookups()), (64, &[0][..], 64));
     }
 
     #[test]
@@ -239,9 +469,9 @@ mod tests {
     #[test]
     fn consecutive_frames_in_one_vma_share_one_lookup() {
         let ips = [0x40_0100, 0x40_0200, 0x40_0300, 0x7f00_0000, 0x7f00_0001];
-        let (mut offs, mut cookies) = ([0; 5], [0; 5]);
+        let mut rec = Record::new();
         let mut t = Translator::new(&TEST_KEY, 12);
-        t.translate(&mut Space(SPACE), ips, &mut offs, &mut cookies);
+        t.translate(&mut Space(SPACE), ips, &mut rec);
         assert_eq!(t.lookups(), 2);
     }
 

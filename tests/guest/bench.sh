@@ -1,27 +1,85 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# Guest half of scripts/bench.sh: the cost of one traced getppid (through a 5-frame user
-# chain) with tracing off, with sys_enter recorded, with sys_enter plus cookies only (the
-# kernel's deferred unwind runs, the module translates nothing), and with sys_enter plus
-# deferred user stacks; each configuration run in turn, ROUNDS times, in one boot.
+# Guest half of scripts/bench.sh, in one boot. Usage: bench.sh ITERATIONS ROUNDS DEPTH...
+#
+# Per round, per depth, each arm runs uu_bench once (ITERATIONS getppid calls with
+# raw_syscalls:sys_enter on, filtered to getppid) in an order rotated every round, so that
+# drift hits all arms alike:
+#   A  the event alone
+#   B  the kernel's userstacktrace option (synchronous, in the event)
+#   C  userstacktrace_delay with user_unwind_stack and file_cache off: the deferred unwind
+#      and the request hook, nothing translated
+#   D  userstacktrace_delay as shipped
+# Every run prints one "run" line: its ns per call, then the ring buffer's own counters
+# (bytes, entries, overrun, dropped events) and the module's (user_unwind_stats) as deltas.
+# Then ROUNDS pairs of an open/close workload, module unloaded and loaded idle ("fput").
 T=/sys/kernel/tracing
-N=${1:-20000}
-ROUNDS=${2:-3}
-insmod /lib/modules/user_unwind.ko || exit 1
+N=$1 ROUNDS=$2
+shift 2
+DEPTHS=$*
+KO=/lib/modules/user_unwind.ko
+
+insmod $KO || exit 1
 echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
-echo 8192 >$T/buffer_size_kb
-run() { uu_bench "$N" | sed "s/^/$1 /"; }
-for r in $(seq "$ROUNDS"); do
-	echo 0 >$T/events/raw_syscalls/sys_enter/enable
-	run off
+echo 16384 >$T/buffer_size_kb
+
+# The sum over CPUs of one field of per_cpu/cpuN/stats.
+rb() { cat $T/per_cpu/cpu*/stats | awk -v f="$1:" '$1 == f {s += $2} END {print s + 0}'; }
+rb_dropped() { cat $T/per_cpu/cpu*/stats | awk '/^dropped events:/ {s += $3} END {print s + 0}'; }
+uu() { awk -v f="$1:" '$1 == f {print $2}' $T/user_unwind_stats; }
+
+arm_on() {
 	echo 1 >$T/events/raw_syscalls/sys_enter/enable
-	run sys_enter
-	echo 1 >$T/events/user_unwind/user_unwind_cookie/enable
-	run sys_enter+cookies
-	echo 0 >$T/events/user_unwind/user_unwind_cookie/enable
-	echo 1 >$T/options/userstacktrace_delay
-	run sys_enter+user_unwind
+	case $1 in
+	B) echo 1 >$T/options/userstacktrace ;;
+	C) echo 1 >$T/options/userstacktrace_delay
+	   echo 0 >$T/events/user_unwind/user_unwind_stack/enable
+	   echo 0 >$T/events/user_unwind/file_cache/enable ;;
+	D) echo 1 >$T/options/userstacktrace_delay ;;
+	esac
+}
+
+arm_off() {
+	echo 0 >$T/options/userstacktrace
 	echo 0 >$T/options/userstacktrace_delay
+	echo 0 >$T/events/raw_syscalls/sys_enter/enable
+}
+
+run() {
 	echo >$T/trace
+	s0=$(uu stacks) f0=$(uu frames) c0=$(uu file_cache) r0=$(uu requests)
+	u0=$(uu cookies_unrecorded) o0=$(rb overrun) d0=$(rb_dropped)
+	arm_on "$1"
+	ns=$(uu_bench "$N" "$2" | awk '{print $2}')
+	arm_off
+	# The last stacks are written on the way back to user space: read after the program.
+	echo "run round=$r arm=$1 depth=$2 ns=$ns bytes=$(rb bytes) entries=$(rb entries)" \
+		"overrun=$(($(rb overrun) - o0)) dropped=$(($(rb_dropped) - d0))" \
+		"requests=$(($(uu requests) - r0)) stacks=$(($(uu stacks) - s0))" \
+		"frames=$(($(uu frames) - f0)) file_cache=$(($(uu file_cache) - c0))" \
+		"unrecorded=$(($(uu cookies_unrecorded) - u0))"
+}
+
+uu_bench 10 8 >/dev/null
+for r in $(seq "$ROUNDS"); do
+	for d in $DEPTHS; do
+		case $((r % 4)) in
+		0) order="A B C D" ;;
+		1) order="B C D A" ;;
+		2) order="C D A B" ;;
+		3) order="D A B C" ;;
+		esac
+		for a in $order; do
+			run $a $d
+		done
+	done
 done
-echo "dropped_events $(grep -h 'dropped events' $T/per_cpu/cpu*/stats | awk '{s += $3} END {print s + 0}')"
+
+# The __fput probe's cost to the rest of the system: open/close with the module unloaded
+# and loaded but idle, in turn.
+for r in $(seq "$ROUNDS"); do
+	rmmod user_unwind
+	echo "fput round=$r state=unloaded ns=$(uu_bench open "$N" | awk '{print $2}')"
+	insmod $KO || exit 1
+	echo "fput round=$r state=idle ns=$(uu_bench open "$N" | awk '{print $2}')"
+done

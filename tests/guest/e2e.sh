@@ -147,6 +147,25 @@ echo 0 >/sys/kernel/debug/kprobes/enabled
 traced DLOPEN_DISARMED 'id == 110' uu_dl 30
 echo 1 >/sys/kernel/debug/kprobes/enabled
 
+# The same while the option is switched on and off: the module arms its __fput probe only
+# while it requests stacks, so the files freed in between are never seen.
+echo >$T/trace
+sys_enter_on 'id == 110'
+uu_dl 150 3000 &
+toggled=$!
+while kill -0 $toggled 2>/dev/null; do
+	echo 1 >$OPT
+	sleep 0.2
+	echo 0 >$OPT
+	sleep 0.1
+done
+wait $toggled
+status=$?
+sys_enter_off
+section DLOPEN_TOGGLED
+result status $status
+cat $T/trace
+
 # A reader that switches tracing off, clears the buffer and switches it on again while a
 # task keeps running, with no stack in between: the files of its next stacks were seen
 # before the clear, and must be explained again.

@@ -1,35 +1,83 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Times ITERATIONS getppid calls made through the same call chain as uu_chain and prints
- * the mean cost of one call: "ns_per_call N". Usage: uu_bench ITERATIONS
+ * The benchmark's workload (scripts/bench.sh): ITERATIONS getppid calls made from the
+ * bottom of a frame-pointer chain DEPTH frames deep, timed. The chain is uu_lib_syscall
+ * (libuutest.so, which makes the call) <- uu_bench_at (the timed loop) <- uu_bench_down
+ * repeated <- main <- libc's two start frames, DEPTH frames in all (at least 5).
+ * Prints "ns_per_call N". Usage: uu_bench ITERATIONS [DEPTH]
+ *
+ * uu_bench open ITERATIONS times ITERATIONS open() and close() of one file instead: every
+ * close() is a final fput(), which the module's __fput probe sees while armed.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 long uu_lib_syscall(long nr);
 
-__attribute__((noinline)) long uu_bench_c(void)
+/* The frames of the chain that are not uu_bench_down's. */
+#define UU_FIXED_FRAMES 5
+
+static long uu_ns(void)
 {
-	return uu_lib_syscall(SYS_getppid);
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
-__attribute__((noinline)) long uu_bench_b(void)
+__attribute__((noinline)) long uu_bench_at(long n)
 {
-	return uu_bench_c() + 1;
+	long t0 = uu_ns(), sum = 0;
+
+	for (long i = 0; i < n; i++)
+		sum += uu_lib_syscall(SYS_getppid);
+	printf("ns_per_call %ld\n", (uu_ns() - t0) / (n ? n : 1));
+	return sum;
+}
+
+__attribute__((noinline)) long uu_bench_down(int frames, long n)
+{
+	long ret = frames > 0 ? uu_bench_down(frames - 1, n) : uu_bench_at(n);
+
+	/* Not a tail call: every level keeps its frame. */
+	asm volatile("" : "+r"(ret));
+	return ret + 1;
+}
+
+static int uu_open_close(long n)
+{
+	long t0 = uu_ns();
+
+	for (long i = 0; i < n; i++) {
+		int fd = open("/dev/null", O_RDONLY);
+
+		if (fd < 0) {
+			perror("uu_bench: open");
+			return 1;
+		}
+		close(fd);
+	}
+	printf("ns_per_call %ld\n", (uu_ns() - t0) / (n ? n : 1));
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	long n = argc > 1 ? atol(argv[1]) : 100000, sum = 0;
-	struct timespec t0, t1;
+	long n;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (long i = 0; i < n; i++)
-		sum += uu_bench_b();
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("ns_per_call %ld\n", ((t1.tv_sec - t0.tv_sec) * 1000000000L +
-				     t1.tv_nsec - t0.tv_nsec) / (n ? n : 1));
-	return sum == 0;
+	if (argc > 2 && !strcmp(argv[1], "open"))
+		return uu_open_close(atol(argv[2]));
+	n = argc > 1 ? atol(argv[1]) : 100000;
+	int depth = argc > 2 ? atoi(argv[2]) : 8;
+
+	if (depth < UU_FIXED_FRAMES + 1) {
+		fprintf(stderr, "uu_bench: DEPTH is at least %d\n", UU_FIXED_FRAMES + 1);
+		return 2;
+	}
+	return uu_bench_down(depth - UU_FIXED_FRAMES - 1, n) == 0;
 }
