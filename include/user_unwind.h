@@ -32,6 +32,7 @@ void uu_emit_stack(u64 cookie, u16 start, u16 total, const u64 *files,
 void uu_emit_file_cache(u64 cookie, const char *path, const u8 *build_id,
 			u32 build_id_len);
 int uu_file_cache_reg(void);		/* file_cache's reg callback */
+bool uu_file_cache_durable(void);	/* any context */
 void uu_file_cache_unreg(void);
 
 /* src/files.c: what file_cache reports, and the end of a file's life. */
@@ -57,6 +58,9 @@ void uu_option_exit(void);
 enum uu_stat {
 	UU_STAT_REQUESTS,		/* unwind_deferred_request() accepted */
 	UU_STAT_REQUESTS_FAILED,	/* unwind_deferred_request() refused */
+	UU_STAT_REQUESTS_QUEUED,	/* ... accepted with a callback queued (0) */
+	UU_STAT_CALLBACKS,		/* deferred callbacks run */
+	UU_STAT_EXIT_CALLBACKS,		/* ... in a task that was exiting */
 	UU_STAT_COOKIES_UNRECORDED,	/* a cookie event no instance's buffer took */
 	UU_STAT_STACKS,			/* callbacks that recorded a stack */
 	UU_STAT_FRAMES,			/* ... their frames */
@@ -93,7 +97,6 @@ enum {
 };
 
 int uu_layout(size_t *out, size_t n);	/* -EINVAL when n != UU_LAYOUT_NR */
-bool uu_tracing_on(void);
 u64 uu_now_ns(void);
 void uu_get_random_key(u64 key[2]);
 u64 uu_kernel_siphash(const void *data, size_t len, const u64 key[2]);

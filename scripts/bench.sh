@@ -11,7 +11,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-n=${1:-2000} rounds=${2:-5}
+n=${1:-20000} rounds=${2:-9}
 shift $(($# < 2 ? $# : 2))
 depths=${*:-8 32 128}
 "$ROOT/scripts/setup.sh"

@@ -34,6 +34,17 @@ void uu_file_cache_unreg(void)
 {
 }
 
+/*
+ * Whether a file_cache written now lands in the trace: the event is enabled and the
+ * top-level instance records. One written while either is off is lost, so the first-sight
+ * cache must not remember it (the option switches the events on and off one by one, and a
+ * user may do it in any order).
+ */
+bool uu_file_cache_durable(void)
+{
+	return trace_file_cache_enabled() && tracing_is_on();
+}
+
 /* Context: any, including NMI. */
 bool uu_is_own_event(unsigned short type)
 {

@@ -35,8 +35,9 @@ fn reader_start() {
 }
 
 /// Prepares the `file_cache` events of one chunk: clears the cache when the `__fput` probe
-/// may have missed a file's end, then captures the generation, then samples whether the
-/// top-level instance records (a `file_cache` written while it does not is dropped).
+/// may have missed a file's end, then captures the generation, then samples whether a
+/// `file_cache` written now lands (the event is enabled and the top-level instance records;
+/// one written while either is off is dropped).
 fn begin() -> Report {
     // SAFETY: A plain C function without preconditions, called in task context.
     let missed = unsafe { ffi::uu_files_check() };
@@ -45,7 +46,7 @@ fn begin() -> Report {
     }
     let generation = SEEN.generation();
     // SAFETY: A plain C function without preconditions.
-    let on = unsafe { ffi::uu_tracing_on() };
+    let on = unsafe { ffi::uu_file_cache_durable() };
     Report {
         generation,
         durable: on && !missed,
@@ -156,6 +157,11 @@ impl<'k> HeldFiles<'k> {
         }
     }
 
+    /// The files held so far (the slots after them are empty).
+    fn held(&self) -> impl Iterator<Item = &FileRef> {
+        self.files.iter().take(self.nr_files).flatten()
+    }
+
     /// Notes the name of a mapping without a file; returns its cookie, or `None` when the
     /// chunk holds as many names as it can.
     pub(crate) fn hold_name(&mut self, name: &[u8]) -> Option<u64> {
@@ -189,7 +195,7 @@ impl<'k> HeldFiles<'k> {
         let Some(file) = NonNull::new(file) else {
             return;
         };
-        if self.files.iter().flatten().any(|f| f.0 == file) {
+        if self.held().any(|f| f.0 == file) {
             return;
         }
         let Some(slot) = self.files.get_mut(self.nr_files) else {
@@ -282,7 +288,7 @@ impl<'k> HeldFiles<'k> {
         // Without memory for a full path, a short one (shortened visibly) still explains
         // the cookie.
         let mut short_path = [0u8; SHORT_PATH_BUF];
-        for file in self.files.iter().flatten() {
+        for file in self.held() {
             let ptr = file.as_ptr() as usize as u64;
             let action = decide(ptr);
             if action == Action::Skip {

@@ -34,12 +34,6 @@ u64 uu_kernel_siphash_1u64(u64 value, const u64 key[2])
 	return siphash_1u64(value, &k);
 }
 
-/* Whether the top-level instance records: a file_cache written while it does not is lost. */
-bool uu_tracing_on(void)
-{
-	return tracing_is_on();
-}
-
 /*
  * The layout of what the Rust side reads through the bindings, or relies on the kernel
  * crate to read, as C has it; src/layout.rs compares it with the bindings' at load. The

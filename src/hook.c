@@ -55,6 +55,7 @@ static void uu_export_write(struct trace_export *export, const void *entry,
 	const struct trace_entry *ent = entry;
 	unsigned int bit = 1U << interrupt_context_level();
 	u64 cookie;
+	int ret;
 
 	/* No user stack to take (seed patch 1), or one that is going away. */
 	if (current->flags & (PF_KTHREAD | PF_USER_WORKER | PF_EXITING))
@@ -78,11 +79,14 @@ static void uu_export_write(struct trace_export *export, const void *entry,
 		return;
 
 	__this_cpu_or(uu_hook_busy, bit);
-	if (uu_call(unwind_deferred_request)(&uu_work, &cookie) >= 0) {
+	ret = uu_call(unwind_deferred_request)(&uu_work, &cookie);
+	if (ret >= 0) {
 		int level = interrupt_context_level();
 		unsigned long commits = this_cpu_read(uu_cookie_commits[level]);
 
 		uu_stat_add(UU_STAT_REQUESTS, 1);
+		if (!ret)
+			uu_stat_add(UU_STAT_REQUESTS_QUEUED, 1);
 		trace_user_unwind_cookie(cookie);
 		/*
 		 * No instance's buffer took the cookie: filtered, pid-ignored, tracing off,
@@ -110,6 +114,9 @@ static struct trace_export uu_export = {
 static void uu_unwind_callback(struct unwind_work *work,
 			       struct unwind_stacktrace *trace, u64 cookie)
 {
+	uu_stat_add(UU_STAT_CALLBACKS, 1);
+	if (current->flags & PF_EXITING)
+		uu_stat_add(UU_STAT_EXIT_CALLBACKS, 1);
 	/* Nobody records stacks, only cookies: nothing to translate. */
 	if (!trace_user_unwind_stack_enabled())
 		return;

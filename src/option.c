@@ -41,10 +41,27 @@ static const char *const uu_options_dirs[] = {
 	"/sys/kernel/debug/tracing/options",
 };
 
+/*
+ * The events one by one, in an order that never writes a stack whose file_cache events are
+ * off: on, file_cache first and the cookie event (which starts the requests) last; off, the
+ * other way round.
+ */
+static const char *const uu_option_events[] = {
+	"file_cache", "user_unwind_stack", "user_unwind_cookie",
+};
+
 static int uu_option_set(bool on)
 {
+	int i, n = ARRAY_SIZE(uu_option_events), ret = 0;
+
 	guard(mutex)(&uu_option_lock);
-	return trace_set_clr_event("user_unwind", NULL, on);
+	for (i = 0; i < n; i++) {
+		const char *event = uu_option_events[on ? i : n - 1 - i];
+		int err = trace_set_clr_event("user_unwind", event, on);
+
+		ret = ret ?: err;
+	}
+	return ret;
 }
 
 /* Whether the top instance's user_unwind_cookie event is enabled. */

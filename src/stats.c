@@ -18,6 +18,9 @@ static DEFINE_PER_CPU(unsigned long [UU_STAT_NR], uu_stats);
 static const char *const uu_stat_names[UU_STAT_NR] = {
 	[UU_STAT_REQUESTS] = "requests",
 	[UU_STAT_REQUESTS_FAILED] = "requests_failed",
+	[UU_STAT_REQUESTS_QUEUED] = "requests_queued",
+	[UU_STAT_CALLBACKS] = "callbacks",
+	[UU_STAT_EXIT_CALLBACKS] = "exit_callbacks",
 	[UU_STAT_COOKIES_UNRECORDED] = "cookies_unrecorded",
 	[UU_STAT_STACKS] = "stacks",
 	[UU_STAT_FRAMES] = "frames",

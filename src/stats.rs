@@ -9,13 +9,13 @@ use crate::ffi;
 #[derive(Clone, Copy)]
 #[repr(u32)]
 pub(crate) enum Stat {
-    Stacks = 3,
-    Frames = 4,
-    EmptyStacks = 5,
-    FileCache = 6,
-    FileCacheDeferred = 7,
-    BuildIdUncached = 8,
-    CacheResets = 9,
+    Stacks = 6,
+    Frames = 7,
+    EmptyStacks = 8,
+    FileCache = 9,
+    FileCacheDeferred = 10,
+    BuildIdUncached = 11,
+    CacheResets = 12,
 }
 
 /// The sum of `stat` over all CPUs.

@@ -60,7 +60,7 @@ mod ffi {
         pub(crate) fn uu_option_init(enable: bool) -> c_int;
         pub(crate) fn uu_option_exit();
         pub(crate) fn uu_get_random_key(key: *mut u64);
-        pub(crate) fn uu_tracing_on() -> bool;
+        pub(crate) fn uu_file_cache_durable() -> bool;
         pub(crate) fn uu_now_ns() -> u64;
         pub(crate) fn uu_layout(out: *mut usize, n: usize) -> c_int;
         pub(crate) fn uu_stat_add(stat: u32, n: core::ffi::c_ulong);

@@ -188,11 +188,47 @@ impl Record {
     }
 }
 
+/// The last VMA looked up, as the hot loop needs it: a frame at `ip` inside `[start, end)`
+/// has the value `ip + delta` (wrapping; checked once, when the VMA was looked up).
+#[derive(Clone, Copy)]
+struct Remembered {
+    start: u64,
+    end: u64,
+    delta: u64,
+    cookie: u64,
+}
+
+impl Remembered {
+    /// What a frame in `vma` records: its offset in the file, its offset from the start of a
+    /// special mapping, or the address itself in anonymous memory. `None` when an offset in
+    /// the VMA does not fit in 64 bits.
+    fn new(vma: &Vma, cookie: u64, page_shift: u32) -> Option<Self> {
+        let map = vma.map;
+        let base = match vma.backing {
+            Backing::File(_) => map.file_offset(map.start, page_shift).ok()?,
+            Backing::Special(_) => 0,
+            Backing::Anonymous(_) => map.start,
+        };
+        // The value of the VMA's last byte fits, so every value in it does.
+        base.checked_add(map.end.checked_sub(map.start)?.checked_sub(1)?)?;
+        Some(Remembered {
+            start: map.start,
+            end: map.end,
+            delta: base.wrapping_sub(map.start),
+            cookie,
+        })
+    }
+
+    fn value(&self, ip: u64) -> Option<u64> {
+        (self.start <= ip && ip < self.end).then(|| ip.wrapping_add(self.delta))
+    }
+}
+
 /// Translates the frames of one stack, remembering the last VMA and its cookie across calls.
 pub struct Translator<'k> {
     key: &'k SipKey,
     page_shift: u32,
-    last: Option<(Vma, u64)>,
+    last: Option<Remembered>,
     lookups: usize,
 }
 
@@ -227,13 +263,9 @@ impl<'k> Translator<'k> {
             if rec.len() == CHUNK_FRAMES {
                 break;
             }
-            let remembered = match self.last {
-                Some((vma, cookie)) if vma.map.contains(ip) => {
-                    Some((vma_value(&vma, ip, self.page_shift).0, cookie))
-                }
-                _ => None,
-            };
+            let remembered = self.last.and_then(|r| Some((r.value(ip)?, r.cookie)));
             let (value, idx) = match (remembered, last_idx) {
+                // The hot path: a frame in the same VMA as the one before.
                 (Some((value, _)), Some(idx)) => (value, idx),
                 _ => {
                     let (value, cookie) = remembered.unwrap_or_else(|| self.miss(space, ip));
@@ -259,31 +291,11 @@ impl<'k> Translator<'k> {
             Backing::Special(cookie) | Backing::Anonymous(Some(cookie)) => cookie,
             Backing::Anonymous(None) => COOKIE_NO_FILE,
         };
-        let (value, ok) = vma_value(&vma, ip, self.page_shift);
-        if !ok {
-            self.last = None;
-            return (value, COOKIE_NO_MAPPING);
+        self.last = Remembered::new(&vma, cookie, self.page_shift);
+        match self.last.and_then(|r| r.value(ip)) {
+            Some(value) => (value, cookie),
+            None => (ip, COOKIE_NO_MAPPING),
         }
-        self.last = Some((vma, cookie));
-        (value, cookie)
-    }
-}
-
-/// The recorded value of `ip` in `vma`: its file offset, its offset in a special mapping, or
-/// the address itself in anonymous memory; false (and the address) when the offset does not
-/// compute.
-fn vma_value(vma: &Vma, ip: u64, page_shift: u32) -> (u64, bool) {
-    let map = match vma.backing {
-        Backing::File(_) => vma.map,
-        Backing::Special(_) => Mapping {
-            pgoff: 0,
-            ..vma.map
-        },
-        Backing::Anonymous(_) => return (ip, true),
-    };
-    match map.file_offset(ip, page_shift) {
-        Ok(off) => (off, true),
-        Err(_) => (ip, false),
     }
 }
 
@@ -451,6 +463,25 @@ mod tests {
         let mut t = Translator::new(&TEST_KEY, 12);
         t.translate(&mut Space(SPACE), ips.iter().copied(), &mut rec);
         assert_eq!((rec.len(), rec.files(), t.lookups()), (64, &[0][..], 64));
+    }
+
+    #[test]
+    fn an_offset_beyond_64_bits_gives_the_raw_address() {
+        const HUGE: &[Vma] = &[Vma {
+            map: Mapping {
+                start: 0x1000,
+                end: 0x3000,
+                pgoff: u64::MAX >> 12,
+            },
+            backing: Backing::File(EXE),
+        }];
+        let mut rec = Record::new();
+        let mut t = Translator::new(&TEST_KEY, 12);
+        t.translate(&mut Space(HUGE), [0x1008, 0x2008], &mut rec);
+        assert_eq!(
+            frames(&rec),
+            [(0x1008, COOKIE_NO_MAPPING), (0x2008, COOKIE_NO_MAPPING)]
+        );
     }
 
     #[test]

@@ -11,7 +11,8 @@
 #      and the request hook, nothing translated
 #   D  userstacktrace_delay as shipped
 # Every run prints one "run" line: its ns per call, then the ring buffer's own counters
-# (bytes, entries, overrun, dropped events) and the module's (user_unwind_stats) as deltas.
+# (bytes, entries, overrun, dropped events) and the module's (user_unwind_stats), as the
+# run's deltas.
 # Then ROUNDS pairs of an open/close workload, module unloaded and loaded idle ("fput").
 T=/sys/kernel/tracing
 N=$1 ROUNDS=$2
@@ -21,7 +22,7 @@ KO=/lib/modules/user_unwind.ko
 
 insmod $KO || exit 1
 echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
-echo 16384 >$T/buffer_size_kb
+echo 65536 >$T/buffer_size_kb
 
 # The sum over CPUs of one field of per_cpu/cpuN/stats.
 rb() { cat $T/per_cpu/cpu*/stats | awk -v f="$1:" '$1 == f {s += $2} END {print s + 0}'; }
@@ -46,23 +47,30 @@ arm_off() {
 }
 
 run() {
-	echo >$T/trace
 	s0=$(uu stacks) f0=$(uu frames) c0=$(uu file_cache) r0=$(uu requests)
-	u0=$(uu cookies_unrecorded) o0=$(rb overrun) d0=$(rb_dropped)
+	u0=$(uu cookies_unrecorded) o0=$(rb overrun) d0=$(rb_dropped) b0=$(rb bytes)
+	e0=$(rb entries)
 	arm_on "$1"
 	ns=$(uu_bench "$N" "$2" | awk '{print $2}')
 	arm_off
 	# The last stacks are written on the way back to user space: read after the program.
-	echo "run round=$r arm=$1 depth=$2 ns=$ns bytes=$(rb bytes) entries=$(rb entries)" \
+	echo "run round=$r arm=$1 depth=$2 ns=$ns bytes=$(($(rb bytes) - b0))" \
+		"entries=$(($(rb entries) - e0))" \
 		"overrun=$(($(rb overrun) - o0)) dropped=$(($(rb_dropped) - d0))" \
 		"requests=$(($(uu requests) - r0)) stacks=$(($(uu stacks) - s0))" \
 		"frames=$(($(uu frames) - f0)) file_cache=$(($(uu file_cache) - c0))" \
 		"unrecorded=$(($(uu cookies_unrecorded) - u0))"
 }
 
-uu_bench 10 8 >/dev/null
 for r in $(seq "$ROUNDS"); do
 	for d in $DEPTHS; do
+		# A clear buffer for each depth's four runs, and a short D run after the clear: a
+		# buffer reset makes the next stack repeat its file_cache events, which is not the
+		# steady state measured.
+		echo >$T/trace
+		arm_on D
+		uu_bench 20 8 >/dev/null
+		arm_off
 		case $((r % 4)) in
 		0) order="A B C D" ;;
 		1) order="B C D A" ;;

@@ -151,6 +151,7 @@ echo 1 >/sys/kernel/debug/kprobes/enabled
 # while it requests stacks, so the files freed in between are never seen.
 echo >$T/trace
 sys_enter_on 'id == 110'
+echo 1 >$T/tracing_on
 uu_dl 150 3000 &
 toggled=$!
 while kill -0 $toggled 2>/dev/null; do
@@ -161,6 +162,7 @@ while kill -0 $toggled 2>/dev/null; do
 done
 wait $toggled
 status=$?
+echo 0 >$T/tracing_on
 sys_enter_off
 section DLOPEN_TOGGLED
 result status $status

@@ -6,10 +6,14 @@
  * repeated <- main <- libc's two start frames, DEPTH frames in all (at least 5).
  * Prints "ns_per_call N". Usage: uu_bench ITERATIONS [DEPTH]
  *
+ * SIGUSR1 is caught (and counted), so that a stress test can deliver signals to it on
+ * its way back to user space.
+ *
  * uu_bench open ITERATIONS times ITERATIONS open() and close() of one file instead: every
  * close() is a final fput(), which the module's __fput probe sees while armed.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +22,13 @@
 #include <unistd.h>
 
 long uu_lib_syscall(long nr);
+
+static volatile sig_atomic_t uu_signals;
+
+static void uu_on_signal(int sig)
+{
+	uu_signals++;
+}
 
 /* The frames of the chain that are not uu_bench_down's. */
 #define UU_FIXED_FRAMES 5
@@ -70,6 +81,7 @@ int main(int argc, char **argv)
 {
 	long n;
 
+	signal(SIGUSR1, uu_on_signal);
 	if (argc > 2 && !strcmp(argv[1], "open"))
 		return uu_open_close(atol(argv[2]));
 	n = argc > 1 ? atol(argv[1]) : 100000;

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make stress (and, short, a stage of make check): the module under load, churn and
+# reloads on the debug test kernel, counted (tests/guest/stress.sh says what runs).
+# Ends with one line
+#   stress: requests=N cookies=N stacks=N exited=N lost=N missing=N
+# requests: callbacks queued by unwind_deferred_request(); cookies: cookie events a buffer
+# took; stacks: callbacks run; exited: of which in an exiting task; lost: cookie events no
+# buffer took plus events the ring buffer lost in the checked windows; missing: cookies of
+# the checked windows without their stack, plus file cookies of their stacks without a
+# file_cache. Fails when missing is not 0 or the guest's console has a splat.
+# Usage: scripts/stress.sh [CYCLES [SECONDS [CPUS]]] (default 50 cycles of 5 s on 2 CPUs)
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+cycles=${1:-50} secs=${2:-5} cpus=${3:-2}
+log=$(mktemp) out=$(mktemp)
+trap 'rm -f "$log" "$out"' EXIT
+status=0
+UU_GUEST_TIMEOUT=$((cycles * (secs + 20) + 300)) "$ROOT/scripts/run-guest.sh" --smp "$cpus" \
+	--log "$log" --add "$ROOT/tests/guest/stress.sh:/bin/stress.sh" -- \
+	"/bin/stress.sh $cycles $secs" >"$out" || status=$?
+cat "$out"
+rc=0
+python3 - "$out" "$log" "$cycles" <<'PY' || rc=$?
+import re
+import sys
+
+out, log, cycles = open(sys.argv[1]).read(), open(sys.argv[2], errors="replace").read(), int(sys.argv[3])
+total = dict.fromkeys(("requests", "cookies", "stacks", "exited", "lost", "missing"), 0)
+done = 0
+for line in out.splitlines():
+    f = line.split()
+    if f[:1] == ["cycle"] and "=" in line:
+        v = dict(x.split("=") for x in f[2:])
+        total["missing"] += int(v["missing"]) + int(v["unexplained_files"])
+        total["lost"] += int(v["lost"])
+        done += 1
+    elif f[:1] == ["stats"]:
+        v = dict(zip(f[2::2], f[3::2]))
+        v = {k.rstrip(":"): int(x) for k, x in v.items()}
+        total["requests"] += v["requests_queued"]
+        total["cookies"] += v["requests"] - v["cookies_unrecorded"]
+        total["stacks"] += v["callbacks"]
+        total["exited"] += v["exit_callbacks"]
+        total["lost"] += v["cookies_unrecorded"]
+splat = re.compile(r"BUG:|WARNING:|Oops|KASAN|UBSAN|kmemleak|circular locking|"
+                   r"recursive locking|inconsistent lock|sleeping function|rcu_.*stall|"
+                   r"blocked for more than|Call Trace|unreferenced object")
+splats = [l for l in log.replace("\r", "").splitlines() if splat.search(l)]
+for l in splats[:20]:
+    print("splat:", l)
+print("stress: " + " ".join(f"{k}={v}" for k, v in total.items()))
+ok = done == cycles and total["missing"] == 0 and not splats and total["stacks"] > 0
+if done != cycles:
+    print(f"stress: {done} of {cycles} cycles ran")
+sys.exit(0 if ok else 1)
+PY
+[ "$status" -eq 0 ] || die "the guest failed (status $status)"
+exit "$rc"

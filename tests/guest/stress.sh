@@ -1,0 +1,107 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Guest half of scripts/stress.sh. Usage: stress.sh CYCLES SECONDS
+#
+# Each cycle loads the module, switches userstacktrace_delay on with every system call
+# (raw_syscalls:sys_enter, unfiltered: every task) and a hardirq-context event
+# (timer:hrtimer_expire_entry, which interrupts user tasks) enabled, and runs for SECONDS:
+#   - threads of work on every CPU: uu_bench at depths 40, 100 and 300 (one record holds 64
+#     frames), getting SIGUSR1 on their way back to user space all the while;
+#   - fork/exec/exit churn (uu_chain started over and over, exiting with its last unwind
+#     pending) and dlopen/dlclose churn (uu_dl);
+#   - the control side churning: the buffer cleared and resized, tracing switched off and
+#     on, an instance created with the cookie event enabled in it and removed, set_event
+#     rewritten, the option switched off and on.
+# Then a clean window: the churn stops, the buffer is cleared, the load runs one more
+# second, requests stop, the workers are killed (exiting with unwinds pending) and the
+# stacks drain. The window's trace is checked here, with awk: every cookie event has its
+# stack, and every file cookie of every stack has a file_cache in the window. Then the
+# module is unloaded, while the workers of the next cycle are not yet running.
+# Prints one "cycle" line per cycle and the module's counters.
+T=/sys/kernel/tracing
+OPT=$T/options/userstacktrace_delay
+CYCLES=$1 SECS=$2
+KO=/lib/modules/user_unwind.ko
+echo 8192 >$T/buffer_size_kb
+uu() { awk -v f="$1:" '$1 == f {print $2}' $T/user_unwind_stats; }
+rb() { cat $T/per_cpu/cpu*/stats | awk -v f="$1" 'index($0, f ":") == 1 {s += $NF} END {print s + 0}'; }
+
+control() {
+	i=0
+	while [ ! -e /tmp/stop ]; do
+		i=$((i + 1))
+		case $((i % 6)) in
+		0) echo >$T/trace ;;
+		1) echo $((4096 + (i % 3) * 2048)) >$T/buffer_size_kb ;;
+		2) echo 0 >$T/tracing_on; echo 1 >$T/tracing_on ;;
+		3) mkdir $T/instances/stress 2>/dev/null &&
+		   echo 1 >$T/instances/stress/events/user_unwind/user_unwind_cookie/enable &&
+		   sleep 0.1; rmdir $T/instances/stress 2>/dev/null ;;
+		4) echo 'raw_syscalls:sys_enter timer:hrtimer_expire_entry user_unwind:*' >$T/set_event ;;
+		5) echo 0 >$OPT; echo 1 >$OPT ;;
+		esac
+		sleep 0.05
+	done
+}
+
+workers() {
+	for d in 40 100 300; do
+		uu_bench 1000000000 $d >/dev/null &
+	done
+	(while [ ! -e /tmp/stop ]; do uu_chain 3 >/dev/null; done) &
+	(while [ ! -e /tmp/stop ]; do uu_dl 5 >/dev/null; done) &
+	(while [ ! -e /tmp/stop ]; do pkill -USR1 uu_bench; sleep 0.01; done) &
+}
+
+for c in $(seq "$CYCLES"); do
+	insmod $KO || { echo "cycle $c insmod failed"; exit 1; }
+	rm -f /tmp/stop
+	echo 'raw_syscalls:sys_enter timer:hrtimer_expire_entry' >$T/set_event
+	echo 1 >$OPT
+	echo 1 >$T/tracing_on
+	workers
+	control &
+	sleep "$SECS"
+	touch /tmp/stop
+	wait $!
+	# The clean window.
+	echo 1 >$OPT
+	echo 1 >$T/tracing_on
+	o0=$(rb overrun) d0=$(rb "dropped events")
+	echo >$T/trace
+	sleep 1
+	echo 0 >$OPT
+	pkill uu_bench
+	sleep 1
+	echo 0 >$T/tracing_on
+	wait
+	overrun=$(($(rb overrun) - o0)) dropped=$(($(rb "dropped events") - d0))
+	awk -v c="$c" -v lost=$((overrun + dropped)) '
+	/user_unwind_cookie: cookie=/ { split($0, a, "cookie="); cookies[a[2]] = 1; next }
+	/user_unwind_stack: cookie=/ {
+		split($0, a, "cookie="); split(a[2], b, " "); stacks[b[1]] = 1; nstacks++; next
+	}
+	/file_cache: cookie=/ { split($0, a, "cookie="); split(a[2], b, " "); files[b[1]] = 1; next }
+	/^ => </ { v = $NF; sub(/^0x0*/, "", v); if (v != "" && v != "1") used[v] = 1 }
+	END {
+		for (k in cookies) { n++; if (!(k in stacks)) missing++ }
+		for (k in used) if (!(k in files)) unexplained++
+		printf "cycle %d cookies=%d stacks=%d missing=%d unexplained_files=%d lost=%d\n",
+			c, n, nstacks, missing, unexplained, lost
+	}' $T/trace
+	echo "stats $c $(tr '\n' ' ' <$T/user_unwind_stats)"
+	echo nop >$T/current_tracer
+	echo >$T/set_event
+	rmmod user_unwind || { echo "cycle $c rmmod failed"; exit 1; }
+done
+
+# Leaks: kmemleak reports an object unreferenced for two scans, 5 s old at least.
+if mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || [ -e /sys/kernel/debug/kmemleak ]; then
+	if [ -e /sys/kernel/debug/kmemleak ]; then
+		echo scan >/sys/kernel/debug/kmemleak
+		sleep 6
+		echo scan >/sys/kernel/debug/kmemleak
+		echo "kmemleak: $(grep -c 'unreferenced object' /sys/kernel/debug/kmemleak) reports"
+		head -n 60 /sys/kernel/debug/kmemleak
+	fi
+fi
