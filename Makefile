@@ -5,7 +5,7 @@
 
 KDIR ?=
 
-.PHONY: all setup module check demo host-test bench bench-host clean
+.PHONY: all setup module check demo stress host-test bench bench-host clean
 
 all: module
 
@@ -37,6 +37,14 @@ check:
 
 demo:
 	@scripts/demo.sh
+
+# The module under load, churn and 50 reloads on the debug kernel, counted
+# (scripts/stress.sh), then the kernel's ftrace selftests with and without it
+# (scripts/ftracetest.sh); make check runs a short version of both.
+# STRESS_ARGS="CYCLES SECONDS CPUS", FTRACETEST_ARGS="TEST...".
+stress: module
+	@scripts/stress.sh $(STRESS_ARGS)
+	@scripts/ftracetest.sh $(FTRACETEST_ARGS)
 
 clean:
 	@scripts/build-module.sh clean

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Build the guest's base initramfs tree: busybox, trace-cmd with its libraries, the test
-# programs (frame pointers) and the module at /lib/modules/user_unwind.ko.
+# Build the guest's base initramfs tree: busybox, bash, trace-cmd with its libraries, the
+# test programs (frame pointers) and the module at /lib/modules/user_unwind.ko.
 # Usage: build-initramfs.sh OUTDIR MODULE.ko
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -23,6 +23,8 @@ copy_with_libs() {
 
 install -m 0755 /bin/busybox "$OUT/bin/busybox"
 copy_with_libs "$(command -v trace-cmd)" /usr/bin/trace-cmd
+# The kernel's ftrace selftests (scripts/ftracetest.sh) want bash.
+copy_with_libs /bin/bash /bin/bash
 
 # The test programs are built once into the cache, so the host-side checks read the very
 # binaries that ran in the guest.

@@ -98,6 +98,20 @@ else
 	stage kunit 0 1
 fi
 
+# Stress: load, churn and reloads, counted; the kernel's own ftrace selftests with and
+# without the module (make stress runs the long versions).
+if [ -f user_unwind.ko ]; then
+	one stress stress.log scripts/stress.sh 4 3 2
+	grep '^stress: ' "$LOGS/stress.log"
+	one ftracetest ftracetest.log scripts/ftracetest.sh test.d/00basic/basic2.tc \
+		test.d/00basic/basic4.tc test.d/00basic/trace_pipe.tc test.d/event/event-enable.tc \
+		test.d/event/toplevel-enable.tc test.d/event/subsystem-enable.tc
+	grep '^ftracetest' "$LOGS/ftracetest.log"
+else
+	stage stress 0 1
+	stage ftracetest 0 1
+fi
+
 # Debian's stock kernel: the module built with Debian's own toolchain, the same suite in a
 # guest booting Debian's vmlinuz (KUnit is not in its config).
 one stock-build stock-build.log env KDIR=debian scripts/build-module.sh

@@ -205,6 +205,43 @@ def check_dlopen(name, events, prog, min_stacks=60, need_reuse=True):
               reused > 0, f"{len(paths_by_cookie)} cookies, none reused")
 
 
+# The kernel half of the x86-64 address space (4-level paging; 5-level starts lower still
+# in the same half).
+KERNEL_HALF = 0xff00_0000_0000_0000
+
+
+def check_no_kernel_addresses(events, kallsyms):
+    """No field of the module's events holds a kernel address: no value lies within the
+    kernel's symbols (vmlinux and modules, as root reads them in /proc/kallsyms), frame
+    values and unwind cookies are never in the kernel half, and the file cookies are hashes
+    (a pointer scheme would put every one of them in the kernel half; a 64-bit hash puts
+    one in 2^8 there)."""
+    lo, hi = (int(a, 16) for a in (kallsyms[0], kallsyms[-1])) if len(kallsyms) >= 2 else (0, 0)
+    ours = [e for e in events if e["event"] in ("user_unwind_cookie", "user_unwind_stack",
+                                                "file_cache")]
+    values_, file_cookies, bad = [], set(), []
+    for e in ours:
+        if e["cookie"] is not None:
+            values_.append(("cookie", e["cookie"]))
+        for value, cookie in e["frames"]:
+            values_.append(("frame", value))
+            if cookie is not None and cookie > 1:
+                file_cookies.add(cookie)
+        if e["event"] == "file_cache":
+            file_cookies.add(e["cookie"])
+    for kind, v in values_ + [("file cookie", c) for c in file_cookies]:
+        if lo <= v <= hi:
+            bad.append(f"{kind} {v:#x} inside the kernel's symbols")
+        elif kind != "file cookie" and v >= KERNEL_HALF:
+            bad.append(f"{kind} {v:#x} in the kernel half")
+    high = sum(c >= KERNEL_HALF for c in file_cookies)
+    check("no event field holds a kernel address",
+          lo and len(values_) > 100 and len(file_cookies) >= 4 and not bad
+          and high < len(file_cookies) / 2,
+          f"kallsyms {lo:#x}-{hi:#x}, {len(values_)} values, {len(file_cookies)} file cookies "
+          f"({high} in the kernel half): {bad[:3]}")
+
+
 def check_named(events, exe, anon_names=True):
     """Frames in a named anonymous mapping and in the vdso resolve to their names; without
     anonymous VMA names in the kernel, the JIT frames are plain anonymous memory."""
@@ -446,6 +483,11 @@ def main():
     check("kernel threads produce no cookies", cookies and not from_kthreads,
           f"{len(cookies)} cookies, {len(from_kthreads)} from kernel threads, "
           f"e.g. {[e['comm'] for e in from_kthreads[:3]]}")
+    check_no_kernel_addresses(events, s["KALLSYMS"])
+    v = values(s["STATS_WRITE"])
+    check("writes to user_unwind_stats fail and change nothing",
+          "stats_write" not in v and v.get("stats_unchanged") == "yes"
+          and v.get("stats_mode") == "440", str(v))
     stacks = {e["cookie"] for e in events if e["event"] == "user_unwind_stack"}
     check("stacks of every task on every CPU carry a requested cookie",
           stacks and stacks <= {e["cookie"] for e in cookies},

@@ -288,6 +288,19 @@ done
 section ALL
 cat $T/trace
 
+# The kernel's addresses as root sees them: the lowest and highest symbol in kallsyms
+# (vmlinux and modules), for the check that no event field holds one.
+section KALLSYMS
+awk '$1 !~ /^0+$/ {print $1}' /proc/kallsyms | sort | sed -n '1p;$p'
+
+# The stats file is read-only, even for root: a write fails and changes nothing.
+section STATS_WRITE
+before=$(cat $T/user_unwind_stats | grep -v '^requests\|^cookies\|^callbacks\|^stacks\|^frames')
+echo 0 >$T/user_unwind_stats 2>/dev/null && result stats_write accepted
+printf 'requests: 0\n' >$T/user_unwind_stats 2>/dev/null && result stats_write accepted
+result stats_unchanged "$([ "$before" = "$(cat $T/user_unwind_stats | grep -v '^requests\|^cookies\|^callbacks\|^stacks\|^frames')" ] && echo yes || echo no)"
+result stats_mode "$(stat -c %a $T/user_unwind_stats)"
+
 # trace-cmd drives the module through its events.
 section TRACECMD
 echo >$T/trace

@@ -15,7 +15,8 @@
 # Then a clean window: the churn stops, the buffer is cleared, the load runs one more
 # second, requests stop, the workers are killed (exiting with unwinds pending) and the
 # stacks drain. The window's trace is checked here, with awk: every cookie event has its
-# stack, and every file cookie of every stack has a file_cache in the window. Then the
+# stack (the cookies before the window's end marker), and every file cookie of every stack
+# has a file_cache in the window. Then the
 # module is unloaded, while the workers of the next cycle are not yet running.
 # Prints one "cycle" line per cycle and the module's counters.
 T=/sys/kernel/tracing
@@ -45,13 +46,24 @@ control() {
 }
 
 workers() {
+	benches=
 	for d in 40 100 300; do
 		uu_bench 1000000000 $d >/dev/null &
+		benches="$benches $!"
 	done
 	(while [ ! -e /tmp/stop ]; do uu_chain 3 >/dev/null; done) &
+	loops=$!
 	(while [ ! -e /tmp/stop ]; do uu_dl 5 >/dev/null; done) &
-	(while [ ! -e /tmp/stop ]; do pkill -USR1 uu_bench; sleep 0.01; done) &
+	loops="$loops $!"
+	# Once they have set up their SIGUSR1 handler.
+	(sleep 0.5; while [ ! -e /tmp/stop ]; do kill -USR1 $benches; sleep 0.01; done) 2>/dev/null &
+	loops="$loops $!"
 }
+
+# Load that outlives every cycle: the module is unloaded and loaded under it.
+uu_bench 1000000000 64 >/dev/null &
+background=$!
+(while [ ! -e /tmp/end ]; do uu_chain 2 >/dev/null; done) &
 
 for c in $(seq "$CYCLES"); do
 	insmod $KO || { echo "cycle $c insmod failed"; exit 1; }
@@ -70,30 +82,46 @@ for c in $(seq "$CYCLES"); do
 	o0=$(rb overrun) d0=$(rb "dropped events")
 	echo >$T/trace
 	sleep 1
-	echo 0 >$OPT
-	pkill uu_bench
+	# The cookies before the marker are checked. New requests stop, and the stacks of the
+	# pending ones (a shell waiting for its child, say) have a second to come.
+	echo uu-stress-window-end >$T/trace_marker
+	echo 0 >$T/events/user_unwind/user_unwind_cookie/enable
+	kill $benches
 	sleep 1
+	echo 0 >$OPT
 	echo 0 >$T/tracing_on
-	wait
+	wait $benches $loops
 	overrun=$(($(rb overrun) - o0)) dropped=$(($(rb "dropped events") - d0))
 	awk -v c="$c" -v lost=$((overrun + dropped)) '
-	/user_unwind_cookie: cookie=/ { split($0, a, "cookie="); cookies[a[2]] = 1; next }
+	/uu-stress-window-end/ { ended = 1; next }
+	/user_unwind_cookie: cookie=/ {
+		if (!ended) { split($0, a, "cookie="); cookies[a[2]] = 1; line[a[2]] = $0 }
+		next
+	}
 	/user_unwind_stack: cookie=/ {
 		split($0, a, "cookie="); split(a[2], b, " "); stacks[b[1]] = 1; nstacks++; next
 	}
 	/file_cache: cookie=/ { split($0, a, "cookie="); split(a[2], b, " "); files[b[1]] = 1; next }
 	/^ => </ { v = $NF; sub(/^0x0*/, "", v); if (v != "" && v != "1") used[v] = 1 }
 	END {
-		for (k in cookies) { n++; if (!(k in stacks)) missing++ }
+		for (k in cookies) {
+			n++
+			if (!(k in stacks)) { missing++; print "missing:", line[k] }
+		}
 		for (k in used) if (!(k in files)) unexplained++
 		printf "cycle %d cookies=%d stacks=%d missing=%d unexplained_files=%d lost=%d\n",
 			c, n, nstacks, missing, unexplained, lost
 	}' $T/trace
 	echo "stats $c $(tr '\n' ' ' <$T/user_unwind_stats)"
-	echo nop >$T/current_tracer
-	echo >$T/set_event
+	# Unloaded with requests being made and stacks pending.
+	echo 1 >$T/tracing_on
+	echo 1 >$OPT
 	rmmod user_unwind || { echo "cycle $c rmmod failed"; exit 1; }
+	echo 0 >$T/tracing_on
 done
+touch /tmp/end
+kill $background
+wait
 
 # Leaks: kmemleak reports an object unreferenced for two scans, 5 s old at least.
 if mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || [ -e /sys/kernel/debug/kmemleak ]; then

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The kernel's own ftrace selftests (tools/testing/selftests/ftrace/ftracetest of the kernel
+# source the bench unpacks), in one boot of the debug test kernel with 1 CPU: once without
+# the module, once with it loaded, userstacktrace_delay on and a frame-pointer program
+# making traced system calls. Fails when a test's result differs between the two runs or
+# the guest's console has a splat. (With 2 CPUs even the run without the module can die in
+# function_graph's code patching under TCG: an int3 Oops, not the module's.)
+# Usage: scripts/ftracetest.sh [TEST...] (default: test.d/00basic test.d/event
+# test.d/instances test.d/trigger, about 30 minutes)
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+tests=${*:-test.d/00basic test.d/event test.d/instances test.d/trigger}
+SRC=$(kernel_src)
+log=$(mktemp) out=$(mktemp)
+trap 'rm -f "$log" "$out"' EXIT
+UU_GUEST_TIMEOUT=${UU_GUEST_TIMEOUT:-5400} "$ROOT/scripts/run-guest.sh" --smp 1 --log "$log" \
+	--add "$ROOT/tests/guest/ftracetest.sh:/bin/ftracetest.sh" \
+	--add "$SRC/tools/testing/selftests/ftrace:/ftrace" -- "/bin/ftracetest.sh $tests" >"$out" ||
+	{ tail -n 30 "$out"; die "the guest failed"; }
+python3 - "$out" "$log" <<'PY'
+import re
+import sys
+
+out, log = open(sys.argv[1]).read(), open(sys.argv[2], errors="replace").read()
+KTAP = re.compile(r"^(without|with): (not ok|ok) \d+ (.*?)(?: # (\w+))?$")
+runs = {"without": {}, "with": {}}
+for line in out.splitlines():
+    m = KTAP.match(line)
+    if m:
+        arm, ok, name, directive = m.groups()
+        runs[arm][name] = directive or ("PASS" if ok == "ok" else "FAIL")
+for arm, res in runs.items():
+    counts = {}
+    for r in res.values():
+        counts[r] = counts.get(r, 0) + 1
+    print(f"ftracetest {arm} the module: {len(res)} tests, " +
+          ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+diff = [f"{n}: {runs['without'].get(n)} without, {runs['with'].get(n)} with"
+        for n in sorted(set(runs["without"]) | set(runs["with"]))
+        if runs["without"].get(n) != runs["with"].get(n)]
+for d in diff:
+    print("differs:", d)
+splat = re.compile(r"BUG:|WARNING:|Oops|KASAN|UBSAN|circular locking|recursive locking|"
+                   r"inconsistent lock|sleeping function|rcu_.*stall|blocked for more than")
+splats = [l for l in log.replace("\r", "").splitlines() if splat.search(l)]
+for l in splats[:20]:
+    print("splat:", l)
+ok = runs["without"] and not diff and not splats
+print("ftracetest: " + ("same results with and without the module" if ok else "FAILED"))
+sys.exit(0 if ok else 1)
+PY

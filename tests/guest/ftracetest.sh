@@ -1,0 +1,31 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Guest half of scripts/ftracetest.sh: the kernel's ftrace selftests (at /ftrace), run once
+# without the module and once with it loaded, userstacktrace_delay on and a frame-pointer
+# program making traced system calls. Each run prints its KTAP result lines, prefixed with
+# "without: " or "with: ".
+# Usage: ftracetest.sh TEST_DIR...
+T=/sys/kernel/tracing
+cd /ftrace || exit 1
+run() {
+	arm=$1
+	shift
+	bash ./ftracetest -K "$@" >/tmp/ftracetest.log 2>&1
+	# KTAP: "ok N name", "not ok N name # UNRESOLVED", "ok N name # SKIP", ...
+	grep -E '^(not )?ok [0-9]+ |^# Totals' /tmp/ftracetest.log | sed "s/^/$arm: /"
+	rm -rf logs
+}
+run without "$@"
+insmod /lib/modules/user_unwind.ko enable=1 || exit 1
+uu_chain 1000000000 2000 >/dev/null &
+chain=$!
+# Every test starts by resetting the tracing state, the module's events with the rest: the
+# option is switched back on all the while.
+(while [ ! -e /tmp/ftracetest.done ]; do echo 1 >$T/options/userstacktrace_delay; sleep 0.5; done) &
+keep=$!
+run with "$@"
+touch /tmp/ftracetest.done
+wait $keep
+kill $chain
+echo "option $(cat $T/options/userstacktrace_delay 2>/dev/null)"
+rmmod user_unwind
