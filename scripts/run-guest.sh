@@ -3,7 +3,7 @@
 # Boot the test kernel, or Debian's stock kernel, under QEMU and run one command in it.
 #
 #   scripts/run-guest.sh [--kernel test|prod|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N]
-#                        [--log FILE] -- COMMAND...
+#                        [--log FILE] [--append KERNEL_ARGS] -- COMMAND...
 #
 # --kernel debian boots Debian's own vmlinuz ($DEBIAN_KERNEL, scripts/stock-kernel.sh) with
 # the module built for it (make module KDIR=debian); --kernel prod the production-config
@@ -22,14 +22,15 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-usage() { die "usage: run-guest.sh [--kernel test|prod|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N] [--log FILE] -- COMMAND..."; }
-adds=() smp=2 log= kernel=test
+usage() { die "usage: run-guest.sh [--kernel test|prod|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N] [--log FILE] [--append KERNEL_ARGS] -- COMMAND..."; }
+adds=() smp=2 log= kernel=test append=
 while (($#)); do
 	case $1 in
 	--kernel) [ $# -ge 2 ] || usage; kernel=$2; shift 2 ;;
 	--add) [ $# -ge 2 ] || usage; adds+=("$2"); shift 2 ;;
 	--smp) [ $# -ge 2 ] || usage; smp=$2; shift 2 ;;
 	--log) [ $# -ge 2 ] || usage; log=$2; shift 2 ;;
+	--append) [ $# -ge 2 ] || usage; append=" $2"; shift 2 ;;
 	--) shift; break ;;
 	*) usage ;;
 	esac
@@ -82,7 +83,7 @@ status=0
 timeout "${UU_GUEST_TIMEOUT:-900}" qemu-system-x86_64 -m 2G -smp "$smp" -nographic -no-reboot \
 	-accel tcg,thread="${UU_GUEST_TCG_THREAD:-single}" \
 	-kernel "$BZIMAGE" -initrd "$work/initramfs.cpio.gz" \
-	-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=4" \
+	-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=4$append" \
 	</dev/null >"$log" 2>&1 || status=$?
 tr -d '\r' <"$log" | sed -n '/^UU-GUEST-BEGIN$/,$p' | sed '1d;/^UU-GUEST-EXIT=/,$d'
 code=$(tr -d '\r' <"$log" | sed -n 's/^UU-GUEST-EXIT=\([0-9]*\)$/\1/p' | tail -n1)

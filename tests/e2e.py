@@ -15,6 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from symbolize import Elf, clock_warning  # noqa: E402
+import hostile_elf  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINE = re.compile(r"^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
@@ -242,6 +243,24 @@ def check_no_kernel_addresses(events, kallsyms):
           f"({high} in the kernel half): {bad[:3]}")
 
 
+def check_hostile(events, hostile):
+    """Each hostile file got its file_cache, with the build-id its image holds whole (none
+    for the others), and the chain's return address in the kernel half came out raw (the
+    unwinder ends the chain with the 0 it read after it)."""
+    want = dict(line.split() for line in open(os.path.join(hostile, "expected")))
+    got = {}
+    for e in events:
+        if e["event"] == "file_cache" and e.get("path", "").startswith("/hostile/"):
+            got[e["path"][len("/hostile/"):]] = e["build_id"] or "-"
+    wrong = [f"{n}: {got.get(n)} (want {w})" for n, w in want.items() if got.get(n) != w]
+    check("hostile ELF files: the right build-id or none, for each", not wrong,
+          f"{len(wrong)} of {len(want)}: {wrong[:4]}")
+    stacks = [e for e in events if e["event"] == "user_unwind_stack" and e["comm"] == "uu_many"]
+    tails = [s["frames"][-2:] for s in stacks]
+    check("a return address in the kernel half comes out raw, with file cookie 0",
+          tails and all(t == [(0xffffffff81000000, 0), (0, 0)] for t in tails), f"{tails[:3]}")
+
+
 def check_named(events, exe, anon_names=True):
     """Frames in a named anonymous mapping and in the vdso resolve to their names; without
     anonymous VMA names in the kernel, the JIT frames are plain anonymous memory."""
@@ -395,9 +414,12 @@ def main():
     prog = subprocess.run(["bash", "-c", ". scripts/lib.sh; echo $CACHE/prog"], cwd=ROOT,
                           capture_output=True, text=True, check=True).stdout.strip()
     log = os.path.join(prog, f"e2e-console-{kernel}.log")
+    hostile = os.path.join(prog, "hostile")
+    hostile_elf.main(hostile)
     run = subprocess.run([os.path.join(ROOT, "scripts/run-guest.sh"), "--kernel", kernel,
                           "--log", log,
                           "--add", os.path.join(ROOT, "tests/guest/e2e.sh") + ":/bin/e2e.sh",
+                          "--add", hostile + ":/hostile",
                           "--", "/bin/e2e.sh"], capture_output=True, text=True)
     out = run.stdout
     with open(os.path.join(prog, f"e2e-output-{kernel}.txt"), "w") as f:
@@ -444,6 +466,8 @@ def main():
           v.get("after_1") == "1" and v.get("after_0") == "0" and v.get("events_on") == "1", str(v))
     check("independent of the userstacktrace option", v.get("userstacktrace") == "0", str(v))
     check("bad writes while on change nothing", v.get("after_bad_1") == "1", str(v))
+    check("concurrent writes leave the option and its events in one state",
+          v.get("concurrent_consistent") == "yes" and v.get("after_concurrent_0") == "00", str(v))
     check("the option reads the events' state, and 1 switches them on again",
           v.get("after_events_off") == "0" and v.get("after_rewrite_1") == "1"
           and v.get("events_on_again") == "1", str(v))
@@ -465,6 +489,7 @@ def main():
                      parse_trace(s["REOPEN"]), "uu_chain")
     check_instances(s)
     check_many(parse_trace(s["MANY"]))
+    check_hostile(parse_trace(s["HOSTILE"]), hostile)
     check_filtered(s)
     anon_names = values(s["ANON_NAMES"]).get("anon_names") == "0"
     check_named(parse_trace(s["NAMED"]), Elf(os.path.join(prog, "uu_named")), anon_names)

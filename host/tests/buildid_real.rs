@@ -153,3 +153,27 @@ fn every_linker_matches_readelf() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The hostile images the guest test maps (`tests/hostile_elf.py`): the parser gives the
+/// well-formed ones their build-id and every other one none, without panicking.
+#[test]
+fn hostile_images_give_no_build_id() {
+    let dir = std::env::temp_dir().join(format!("uu-hostile-{}", std::process::id()));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/hostile_elf.py");
+    let ok = Command::new("python3")
+        .arg(script)
+        .arg(&dir)
+        .status()
+        .expect("python3 runs");
+    assert!(ok.success());
+    let expected = std::fs::read_to_string(dir.join("expected")).expect("expected written");
+    let mut cases = 0;
+    for line in expected.lines() {
+        let (name, want) = line.split_once(' ').expect("NAME BUILD_ID");
+        let got = ours(dir.join(name).to_str().expect("utf-8 path"));
+        assert_eq!(got.as_deref().unwrap_or("-"), want, "{name}");
+        cases += 1;
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(cases >= 15, "{cases} cases");
+}

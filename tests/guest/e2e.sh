@@ -126,6 +126,16 @@ result after_rewrite_1 "$(cat $OPT)"
 result events_on_again "$(cat $T/events/user_unwind/user_unwind_cookie/enable)"
 printf 0 >$OPT && result write_0 ok
 result after_0 "$(cat $OPT)"
+# Concurrent writers, good and bad: the last good write wins, whole, and the option says
+# what the events are.
+for w in 1 0 bogus 1; do
+	(for i in $(seq 40); do printf '%s' $w >$OPT 2>/dev/null; done) &
+done
+wait
+result concurrent_consistent "$([ "$(cat $OPT)" = "$(cat $T/events/user_unwind/user_unwind_cookie/enable)" ] &&
+	[ "$(cat $OPT)" = "$(cat $T/events/user_unwind/file_cache/enable)" ] && echo yes || echo no)"
+printf 0 >$OPT
+result after_concurrent_0 "$(cat $OPT)$(cat $T/events/user_unwind/user_unwind_stack/enable)"
 result userstacktrace "$(cat $T/options/userstacktrace)"
 result stats_mode "$(stat -c %a $T/user_unwind_stats)"
 echo 1 >$T/user_unwind_stats 2>/dev/null && result stats_write_accepted yes
@@ -226,6 +236,10 @@ sys_enter_off
 # One stack naming 40 files (one file opened and mapped 40 times, a fake frame-pointer
 # chain): at most 16 new file_cache events a stack, the rest in the next ones.
 traced MANY 'id == 110' uu_many 40 6
+
+# Hostile ELF files (tests/hostile_elf.py wrote them to /hostile), a frame in each, and a
+# return address in the kernel half at the end of the chain.
+traced HOSTILE 'id == 110' uu_many -f 3 $(cut -d' ' -f1 /hostile/expected | sed 's|^|/hostile/|')
 
 # Mappings without a file: a named anonymous "JIT" mapping, and the vdso.
 section ANON_NAMES

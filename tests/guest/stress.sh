@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# Guest half of scripts/stress.sh. Usage: stress.sh CYCLES SECONDS
+# Guest half of scripts/stress.sh. Usage: stress.sh CYCLES SECONDS [CHECK_EVERY]
 #
 # Each cycle loads the module, switches userstacktrace_delay on with every system call
 # (raw_syscalls:sys_enter, unfiltered: every task) and a hardirq-context event
@@ -16,12 +16,13 @@
 # second, requests stop, the workers are killed (exiting with unwinds pending) and the
 # stacks drain. The window's trace is checked here, with awk: every cookie event has its
 # stack (the cookies before the window's end marker), and every file cookie of every stack
-# has a file_cache in the window. Then the
+# has a file_cache in the window. Printing the window's trace is the slow part on the debug
+# kernel, so only the first cycle and every CHECK_EVERY-th (default 1: all) have a window. Then the
 # module is unloaded, while the workers of the next cycle are not yet running.
 # Prints one "cycle" line per cycle and the module's counters.
 T=/sys/kernel/tracing
 OPT=$T/options/userstacktrace_delay
-CYCLES=$1 SECS=$2
+CYCLES=$1 SECS=$2 EVERY=${3:-1}
 KO=/lib/modules/user_unwind.ko
 echo 8192 >$T/buffer_size_kb
 uu() { awk -v f="$1:" '$1 == f {print $2}' $T/user_unwind_stats; }
@@ -60,28 +61,13 @@ workers() {
 	loops="$loops $!"
 }
 
-# Load that outlives every cycle: the module is unloaded and loaded under it.
-uu_bench 1000000000 64 >/dev/null &
-background=$!
-(while [ ! -e /tmp/end ]; do uu_chain 2 >/dev/null; done) &
-
-for c in $(seq "$CYCLES"); do
-	insmod $KO || { echo "cycle $c insmod failed"; exit 1; }
-	rm -f /tmp/stop
-	echo 'raw_syscalls:sys_enter timer:hrtimer_expire_entry' >$T/set_event
-	echo 1 >$OPT
-	echo 1 >$T/tracing_on
-	workers
-	control &
-	sleep "$SECS"
-	touch /tmp/stop
-	wait $!
+window() {
 	# The clean window.
 	echo 1 >$OPT
 	echo 1 >$T/tracing_on
 	o0=$(rb overrun) d0=$(rb "dropped events")
 	echo >$T/trace
-	sleep 1
+	sleep 0.5
 	# The cookies before the marker are checked. New requests stop, and the stacks of the
 	# pending ones (a shell waiting for its child, say) have a second to come.
 	echo uu-stress-window-end >$T/trace_marker
@@ -112,6 +98,30 @@ for c in $(seq "$CYCLES"); do
 		printf "cycle %d cookies=%d stacks=%d missing=%d unexplained_files=%d lost=%d\n",
 			c, n, nstacks, missing, unexplained, lost
 	}' $T/trace
+}
+
+# Load that outlives every cycle: the module is unloaded and loaded under it.
+uu_bench 1000000000 64 >/dev/null &
+background=$!
+(while [ ! -e /tmp/end ]; do uu_chain 2 >/dev/null; done) &
+
+for c in $(seq "$CYCLES"); do
+	insmod $KO || { echo "cycle $c insmod failed"; exit 1; }
+	rm -f /tmp/stop
+	echo 'raw_syscalls:sys_enter timer:hrtimer_expire_entry' >$T/set_event
+	echo 1 >$OPT
+	echo 1 >$T/tracing_on
+	workers
+	control &
+	sleep "$SECS"
+	touch /tmp/stop
+	wait $!
+	if [ "$c" -eq 1 ] || [ $((c % EVERY)) -eq 0 ]; then
+		window
+	else
+		kill $benches
+		wait $benches $loops
+	fi
 	echo "stats $c $(tr '\n' ' ' <$T/user_unwind_stats)"
 	# Unloaded with requests being made and stacks pending.
 	echo 1 >$T/tracing_on

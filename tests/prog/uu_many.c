@@ -6,10 +6,15 @@
  * page. The module caps the new file_cache events of one stack; the rest must follow in
  * later stacks. The unmapped frames come out as raw addresses with file cookie 0.
  * Usage: uu_many N CALLS FILE
+ *
+ * uu_many -f CALLS FILE... maps each FILE once instead (a page of it, or a page past the
+ * end of an empty one), and ends the chain with a return address in the kernel's half of
+ * the address space: the unwinder hands it over as it is, and it must come out raw.
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,6 +23,8 @@
 #define UU_UNMAPPED 3
 /* A page below every mapping: mmap_min_addr keeps the first 64 KiB unmapped. */
 #define UU_UNMAPPED_AT 0x1000UL
+/* A return address no user mapping can hold. */
+#define UU_KERNEL_AT 0xffffffff81000000UL
 
 /* getppid() with %rbp pointing at @chain: the unwinder walks the chain, not the stack. */
 static long uu_fake_chain_syscall(unsigned long *chain)
@@ -35,14 +42,16 @@ static long uu_fake_chain_syscall(unsigned long *chain)
 int main(int argc, char **argv)
 {
 	/* Frames at increasing addresses above the stack pointer, as the unwinder wants. */
-	unsigned long frames[2 * (MAX_MAPS + UU_UNMAPPED) + 2];
-	int n = argc > 1 ? atoi(argv[1]) : 40, calls = argc > 2 ? atoi(argv[2]) : 5, i;
+	unsigned long frames[2 * (MAX_MAPS + UU_UNMAPPED + 1) + 2];
+	int listed = argc > 1 && !strcmp(argv[1], "-f");
+	int n = listed ? argc - 3 : argc > 1 ? atoi(argv[1]) : 40;
+	int calls = argc > 2 ? atoi(argv[2]) : 5, i, end;
 	const char *path = argc > 3 ? argv[3] : "/usr/lib/libuutest.so";
 
 	if (n < 1 || n > MAX_MAPS)
 		return 2;
 	for (i = 0; i < n; i++) {
-		int fd = open(path, O_RDONLY);
+		int fd = open(listed ? argv[3 + i] : path, O_RDONLY);
 		char *map;
 
 		if (fd < 0)
@@ -54,10 +63,13 @@ int main(int argc, char **argv)
 		frames[2 * i] = (unsigned long)&frames[2 * i + 2];
 		frames[2 * i + 1] = (unsigned long)map + 16 + i;
 	}
-	for (i = n; i < n + UU_UNMAPPED; i++) {
+	end = n + UU_UNMAPPED + listed;
+	for (i = n; i < end; i++) {
 		frames[2 * i] = (unsigned long)&frames[2 * i + 2];
 		frames[2 * i + 1] = UU_UNMAPPED_AT + 8 * (i - n);
 	}
+	if (listed)
+		frames[2 * (end - 1) + 1] = UU_KERNEL_AT;
 	frames[2 * i] = 0;
 	frames[2 * i + 1] = 0;
 	printf("uu_many pid %d\n", getpid());
