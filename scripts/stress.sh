@@ -46,7 +46,7 @@ for line in out.splitlines():
         total["stacks"] += v["callbacks"]
         total["exited"] += v["exit_callbacks"]
         total["lost"] += v["cookies_unrecorded"]
-splat = re.compile(r"BUG:|WARNING:|Oops|KASAN|UBSAN|kmemleak|circular locking|"
+splat = re.compile(r"BUG:|WARNING:|Oops|KASAN|UBSAN|circular locking|"
                    r"recursive locking|inconsistent lock|sleeping function|rcu_.*stall|"
                    r"blocked for more than|Call Trace|unreferenced object")
 splats = [l for l in log.replace("\r", "").splitlines() if splat.search(l)]

@@ -139,7 +139,7 @@ if mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || [ -e /sys/kernel/de
 		echo scan >/sys/kernel/debug/kmemleak
 		sleep 6
 		echo scan >/sys/kernel/debug/kmemleak
-		echo "kmemleak: $(grep -c 'unreferenced object' /sys/kernel/debug/kmemleak) reports"
+		echo "leak scan: $(grep -c 'unreferenced object' /sys/kernel/debug/kmemleak) leaks"
 		head -n 60 /sys/kernel/debug/kmemleak
 	fi
 fi
