@@ -103,8 +103,7 @@ fi
 if [ -f user_unwind.ko ]; then
 	one stress stress.log scripts/stress.sh 3 2 2 1
 	grep '^stress: ' "$LOGS/stress.log"
-	one ftracetest ftracetest.log scripts/ftracetest.sh test.d/00basic/basic2.tc \
-		test.d/event/event-enable.tc test.d/event/toplevel-enable.tc
+	one ftracetest ftracetest.log scripts/ftracetest.sh test.d/event/toplevel-enable.tc
 	grep '^ftracetest' "$LOGS/ftracetest.log"
 else
 	stage stress 0 1
