@@ -19,7 +19,8 @@ rm -f "$OUT/.done"
 mkdir -p "$OUT"
 
 frags=$(kernel_fragments)
-say "kernel ($KERNEL_FLAVOUR): configuring (tinyconfig + $(for f in $frags; do basename "$f"; done | xargs))"
+names=$(for f in $frags; do basename "$f"; done | xargs)
+say "kernel ($KERNEL_FLAVOUR): configuring (tinyconfig + $names)"
 kmake tinyconfig >"$OUT/build.log" 2>&1 || die "make tinyconfig failed, see $OUT/build.log"
 KCONFIG_CONFIG="$OUT/.config" "$SRC/scripts/kconfig/merge_config.sh" -m -O "$OUT" \
 	"$OUT/.config" $frags >>"$OUT/build.log" 2>&1 ||

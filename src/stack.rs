@@ -100,7 +100,8 @@ fn record_empty(cookie: u64) {
 }
 
 /// Records `ips`, the user stack of `current` for the unwind `cookie`, as one
-/// `user_unwind_stack` event per [`CHUNK_FRAMES`](crate::logic::frames::CHUNK_FRAMES) frames, or one empty record.
+/// `user_unwind_stack` event per [`CHUNK_FRAMES`](crate::logic::frames::CHUNK_FRAMES)
+/// frames, or one empty record.
 ///
 /// Context: task context of the unwound task, may sleep.
 pub(crate) fn record(ips: &[c_ulong], cookie: u64, keys: &Keys) {
