@@ -1,0 +1,50 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Guest half of the ustack tests and of make demo: trace-cmd records the test program in
+# each file format the tool reads, and each file comes out on the console in base64 between
+# "=== FILE NAME" and "=== END", with trace-cmd report's view of it (the oracle) and the
+# text of the trace file.
+T=/sys/kernel/tracing
+insmod /lib/modules/user_unwind.ko || exit 1
+# trace-cmd stores /proc/kallsyms in every file (megabytes, for kernel stacks the tool does
+# not read): an empty one keeps the files small enough for the console and the tree.
+: >/tmp/no-kallsyms
+mount --bind /tmp/no-kallsyms /proc/kallsyms
+
+# dump NAME FILE: FILE on the console.
+dump() {
+	echo "=== FILE $1"
+	base64 "$2"
+	echo "=== END"
+}
+
+# record NAME TRACE-CMD-OPTIONS...: the test programs' getppid calls (uu_chain's known
+# chain, uu_bench's 100 frames split into two records), their cookies and stacks,
+# recorded into /tmp/NAME.dat and printed with trace-cmd report's view of it.
+record() {
+	name=$1
+	shift
+	trace-cmd record -q -o /tmp/$name.dat "$@" -e user_unwind -e raw_syscalls:sys_enter \
+		-f 'id == 110' sh -c 'uu_chain 20 && uu_bench 3 100' >/dev/null 2>&1 || echo "record $name failed"
+	dump $name.dat /tmp/$name.dat
+	trace-cmd report -i /tmp/$name.dat >/tmp/$name.report 2>&1
+	dump $name.report /tmp/$name.report
+}
+
+record v7-zstd
+record v7-none --compression none
+record v6 --file-version 6
+record v7-global -C global
+
+# The text of the trace file, for the same workload.
+echo global >$T/trace_clock
+echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
+echo 1 >$T/events/raw_syscalls/sys_enter/enable
+echo 1 >$T/options/userstacktrace_delay
+uu_chain 20 >/dev/null
+uu_bench 3 100 >/dev/null
+echo 0 >$T/options/userstacktrace_delay
+echo 0 >$T/events/raw_syscalls/sys_enter/enable
+echo "# trace_clock: global" >/tmp/text.trace
+cat $T/trace >>/tmp/text.trace
+dump text.trace /tmp/text.trace

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The tool's one error type: what went wrong, and where in the input.
+
+use std::fmt;
+
+/// An error with the place it was found, `at` a byte offset of the file when known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub msg: String,
+    pub at: Option<u64>,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn new(msg: impl Into<String>) -> Self {
+        Error {
+            msg: msg.into(),
+            at: None,
+        }
+    }
+
+    pub fn at(msg: impl Into<String>, at: u64) -> Self {
+        Error {
+            msg: msg.into(),
+            at: Some(at),
+        }
+    }
+
+    /// The same error with `what` in front: "reading X: ...".
+    pub fn context(self, what: &str) -> Self {
+        Error {
+            msg: format!("{what}: {}", self.msg),
+            at: self.at,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.at {
+            Some(at) => write!(f, "{} (at byte {at:#x})", self.msg),
+            None => f.write_str(&self.msg),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::new(e.to_string())
+    }
+}

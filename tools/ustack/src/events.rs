@@ -1,0 +1,540 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The events the tool works with, decoded from a trace.dat (through the file's own
+//! formats) or parsed from the text of the `trace` file: the module's three events, and
+//! every other event as a possible trigger.
+
+use crate::bytes::Endian;
+use crate::error::{Error, Result};
+use crate::format::{Field, Format, Record};
+use crate::tracedat::TraceDat;
+
+/// One frame of a `user_unwind_stack` record: the value (a file offset, or a raw address
+/// for anonymous memory) and its file cookie (`None`: the record's index was bad).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawFrame {
+    pub value: u64,
+    pub file: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    Cookie {
+        cookie: u64,
+    },
+    Stack {
+        cookie: u64,
+        start: u16,
+        total: u16,
+        frames: Vec<RawFrame>,
+    },
+    FileCache {
+        cookie: u64,
+        path: String,
+        build_id: Vec<u8>,
+    },
+    /// Any other event: a possible trigger, named `system:event` (or `event` from text).
+    Other {
+        name: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub ts: u64,
+    pub cpu: u32,
+    pub pid: i32,
+    pub comm: Option<String>,
+    pub kind: Kind,
+}
+
+/// Field lookups of the module's events, resolved once from the file's formats.
+struct Layouts {
+    cookie: Option<(u16, Field)>,
+    stack: Option<StackFields>,
+    file_cache: Option<FileCacheFields>,
+}
+
+struct StackFields {
+    id: u16,
+    cookie: Field,
+    start: Field,
+    total: Field,
+    files: Field,
+    offs: Field,
+    file_idx: Field,
+}
+
+struct FileCacheFields {
+    id: u16,
+    cookie: Field,
+    path: Field,
+    build_id: Field,
+}
+
+fn fields<const N: usize>(f: &Format, names: [&str; N]) -> Option<[Field; N]> {
+    let mut out = Vec::with_capacity(N);
+    for n in names {
+        out.push(f.field(n)?.clone());
+    }
+    out.try_into().ok()
+}
+
+impl Layouts {
+    fn new(t: &TraceDat) -> Result<Layouts> {
+        let missing = |e: &str| Error::new(format!("the trace's {e} format lacks a field"));
+        let cookie = match t.format_named("user_unwind", "user_unwind_cookie") {
+            Some(f) => Some((
+                f.id,
+                f.field("cookie").ok_or_else(|| missing(&f.name))?.clone(),
+            )),
+            None => None,
+        };
+        let stack = match t.format_named("user_unwind", "user_unwind_stack") {
+            Some(f) => {
+                let [cookie, start, total, files, offs, file_idx] =
+                    fields(f, ["cookie", "start", "total", "files", "offs", "file_idx"])
+                        .ok_or_else(|| missing(&f.name))?;
+                Some(StackFields {
+                    id: f.id,
+                    cookie,
+                    start,
+                    total,
+                    files,
+                    offs,
+                    file_idx,
+                })
+            }
+            None => None,
+        };
+        let file_cache = match t.format_named("user_unwind", "file_cache") {
+            Some(f) => {
+                let [cookie, path, build_id] =
+                    fields(f, ["cookie", "path", "build_id"]).ok_or_else(|| missing(&f.name))?;
+                Some(FileCacheFields {
+                    id: f.id,
+                    cookie,
+                    path,
+                    build_id,
+                })
+            }
+            None => None,
+        };
+        Ok(Layouts {
+            cookie,
+            stack,
+            file_cache,
+        })
+    }
+}
+
+/// `files[]`, `offs[]` and `file_idx[]` to frames: offs holds `2 * nr` values in a wide
+/// record (low halves, then high halves).
+pub fn decode_frames(files: &[u64], offs: &[u32], idx: &[u8]) -> Vec<RawFrame> {
+    let nr = idx.len().min(offs.len());
+    let wide = nr > 0 && offs.len() >= 2 * nr;
+    (0..nr)
+        .map(|i| {
+            let mut value = u64::from(offs[i]);
+            if wide {
+                value |= u64::from(offs[nr + i]) << 32;
+            }
+            RawFrame {
+                value,
+                file: files.get(usize::from(idx[i])).copied(),
+            }
+        })
+        .collect()
+}
+
+fn words<T>(b: &[u8], size: usize, f: impl Fn(&[u8]) -> T) -> Vec<T> {
+    b.chunks_exact(size).map(f).collect()
+}
+
+/// Decode every event of a trace.dat, in timestamp order. Records of the module's events
+/// too short for their format are skipped and counted in the returned number.
+pub fn from_trace_dat(t: &mut TraceDat) -> Result<(Vec<Event>, usize)> {
+    let layouts = Layouts::new(t)?;
+    let endian = t.endian;
+    let pid_field = Field {
+        name: "common_pid".into(),
+        offset: 4,
+        size: 4,
+        signed: true,
+        data_loc: false,
+        rel_loc: false,
+    };
+    let comms = t.comms.clone();
+    let names: std::collections::HashMap<u16, String> = t
+        .formats
+        .iter()
+        .map(|(id, f)| (*id, f.full_name()))
+        .collect();
+    let mut out = Vec::new();
+    let mut bad = 0;
+    for raw in t.events() {
+        let r = Record {
+            data: raw.data,
+            endian,
+        };
+        let Some(id) = endian.uint(raw.data, 2).map(|v| v as u16) else {
+            bad += 1;
+            continue;
+        };
+        let pid = r.int(&pid_field).map(|p| p as i32).unwrap_or(-1);
+        let kind = decode(&layouts, id, &r, endian)
+            .or_else(|| names.get(&id).map(|n| Kind::Other { name: n.clone() }));
+        let is_ours = [
+            layouts.cookie.as_ref().map(|c| c.0),
+            layouts.stack.as_ref().map(|s| s.id),
+            layouts.file_cache.as_ref().map(|f| f.id),
+        ]
+        .contains(&Some(id));
+        match kind {
+            Some(kind) if !(is_ours && matches!(kind, Kind::Other { .. })) => out.push(Event {
+                ts: raw.ts,
+                cpu: raw.cpu,
+                pid,
+                comm: comms.get(&pid).cloned(),
+                kind,
+            }),
+            // An event whose format the file does not have is skipped; a record of ours
+            // that does not fit its format is counted.
+            _ if is_ours => bad += 1,
+            _ => {}
+        }
+    }
+    Ok((out, bad))
+}
+
+fn decode(l: &Layouts, id: u16, r: &Record, endian: Endian) -> Option<Kind> {
+    if let Some((cid, f)) = &l.cookie {
+        if *cid == id {
+            return Some(Kind::Cookie { cookie: r.int(f)? });
+        }
+    }
+    if let Some(s) = &l.stack {
+        if s.id == id {
+            let files = words(r.bytes(&s.files)?, 8, |b| endian.uint(b, 8).unwrap_or(0));
+            let offs = words(r.bytes(&s.offs)?, 4, |b| {
+                endian.uint(b, 4).unwrap_or(0) as u32
+            });
+            let idx = r.bytes(&s.file_idx)?;
+            return Some(Kind::Stack {
+                cookie: r.int(&s.cookie)?,
+                start: r.int(&s.start)? as u16,
+                total: r.int(&s.total)? as u16,
+                frames: decode_frames(&files, &offs, idx),
+            });
+        }
+    }
+    if let Some(f) = &l.file_cache {
+        if f.id == id {
+            return Some(Kind::FileCache {
+                cookie: r.int(&f.cookie)?,
+                path: String::from_utf8_lossy(r.str(&f.path)?).into_owned(),
+                build_id: r.bytes(&f.build_id)?.to_vec(),
+            });
+        }
+    }
+    None
+}
+
+/// Parse the text of the `trace` file (or `trace-cmd report`-like text with the same
+/// line shape). Lines that are not events are skipped; the clock comes from a
+/// `# trace_clock:` line if there is one.
+pub fn from_text(text: &str) -> (Vec<Event>, Option<String>) {
+    let mut out: Vec<Event> = Vec::new();
+    let mut clock = None;
+    for line in text.lines() {
+        if let Some(c) = line.strip_prefix("# trace_clock:") {
+            clock = selected_clock(c);
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix(" => ") {
+            if let Some(Event {
+                kind: Kind::Stack { frames, .. },
+                ..
+            }) = out.last_mut()
+            {
+                if let Some(f) = parse_frame_line(rest) {
+                    frames.push(f);
+                }
+            }
+            continue;
+        }
+        if let Some(e) = parse_event_line(line) {
+            out.push(e);
+        }
+    }
+    // A record printed without "frames A-B of N" is the whole stack.
+    for e in &mut out {
+        if let Kind::Stack { total, frames, .. } = &mut e.kind {
+            if *total == WHOLE {
+                *total = frames.len().try_into().unwrap_or(u16::MAX);
+            }
+        }
+    }
+    (out, clock)
+}
+
+/// "local [global] counter": the selected clock.
+pub fn selected_clock(s: &str) -> Option<String> {
+    let s = s.trim();
+    match (s.find('['), s.find(']')) {
+        (Some(a), Some(b)) if a < b => Some(s[a + 1..b].to_string()),
+        _ if !s.is_empty() && !s.contains(' ') => Some(s.to_string()),
+        _ => None,
+    }
+}
+
+/// The total of a record printed without a range, until its frames are counted.
+const WHOLE: u16 = u16::MAX;
+
+/// `<value> : 0xcookie` or `<value> : ?`
+fn parse_frame_line(s: &str) -> Option<RawFrame> {
+    let s = s.trim();
+    let (v, c) = s.split_once(" : ")?;
+    let value = u64::from_str_radix(v.strip_prefix('<')?.strip_suffix('>')?, 16).ok()?;
+    let file = match c.trim() {
+        "?" => None,
+        c => Some(u64::from_str_radix(c.strip_prefix("0x")?, 16).ok()?),
+    };
+    Some(RawFrame { value, file })
+}
+
+/// `COMM-PID [CPU] FLAGS TS: NAME: BODY`, the flags optional.
+fn parse_event_line(line: &str) -> Option<Event> {
+    let open = line.find(" [")?;
+    let close = open + line[open..].find(']')?;
+    let task = line[..open].trim();
+    let dash = task.rfind('-')?;
+    let pid: i32 = task[dash + 1..].parse().ok()?;
+    let comm = task[..dash].to_string();
+    let cpu: u32 = line[open + 2..close].trim().parse().ok()?;
+    let rest = &line[close + 1..];
+    let colon = rest.find(": ")?;
+    let ts_word = rest[..colon].split_whitespace().last()?;
+    let ts = parse_ts(ts_word)?;
+    let rest = &rest[colon + 2..];
+    let (name, body) = match rest.find(':') {
+        Some(i) => (&rest[..i], rest[i + 1..].trim_start()),
+        None => (rest, ""),
+    };
+    let kind = match name {
+        "user_unwind_cookie" => Kind::Cookie {
+            cookie: hex_field(body, "cookie=")?,
+        },
+        "user_unwind_stack" => {
+            let cookie = hex_field(body, "cookie=")?;
+            let (start, total) = if body.contains("(no frames)") {
+                (0, 0)
+            } else if let Some(i) = body.find(" frames ") {
+                // "frames A-B of N"
+                let f: Vec<&str> = body[i + 8..].split([' ', '-']).collect();
+                (f.first()?.parse().ok()?, f.get(3)?.parse().ok()?)
+            } else {
+                (0, WHOLE)
+            };
+            Kind::Stack {
+                cookie,
+                start,
+                total,
+                frames: Vec::new(),
+            }
+        }
+        "file_cache" => {
+            let cookie = hex_field(body, "cookie=")?;
+            let p = body.find(" path=")? + 6;
+            let b = body.rfind(" build_id=")?;
+            let path = unescape(body.get(p..b)?);
+            let id = body[b + 10..].split_whitespace().next().unwrap_or("");
+            Kind::FileCache {
+                cookie,
+                path,
+                build_id: unhex(id),
+            }
+        }
+        n if n.is_empty() || n.contains(' ') => return None,
+        n => Kind::Other {
+            name: n.to_string(),
+        },
+    };
+    Some(Event {
+        ts,
+        cpu,
+        pid,
+        comm: Some(comm),
+        kind,
+    })
+}
+
+/// The kernel escapes control bytes and `\` in paths as `\ooo`.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 4 <= b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push(((b[i + 1] - b'0') << 6) | ((b[i + 2] - b'0') << 3) | (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    if !s.len().is_multiple_of(2) {
+        return Vec::new();
+    }
+    (0..s.len() / 2)
+        .map_while(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect()
+}
+
+fn hex_field(body: &str, key: &str) -> Option<u64> {
+    let i = body.find(key)? + key.len();
+    let v: String = body[i..]
+        .chars()
+        .take_while(char::is_ascii_hexdigit)
+        .collect();
+    u64::from_str_radix(&v, 16).ok()
+}
+
+/// "12.345678" seconds, or a bare counter, to nanoseconds.
+fn parse_ts(s: &str) -> Option<u64> {
+    match s.split_once('.') {
+        Some((sec, frac)) => {
+            let sec: u64 = sec.parse().ok()?;
+            let mut f: String = frac.chars().take(9).collect();
+            while f.len() < 9 {
+                f.push('0');
+            }
+            Some(sec.checked_mul(1_000_000_000)? + f.parse::<u64>().ok()?)
+        }
+        None => s.parse().ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "# tracer: nop
+# trace_clock: local [global] counter
+            uu_chain-93      [001] .....    12.000100: sys_enter: NR 110 (0, 0, 0, 0, 0, 0)
+            uu_chain-93      [001] .....    12.000101: user_unwind_cookie: cookie=300000004
+            uu_chain-93      [001] .....    12.000200: file_cache: cookie=5c1d0e9b3a7f4e21 path=/usr/bin/a b\\012c build_id=0a0b build_id_len=2
+            uu_chain-93      [001] .....    12.000201: user_unwind_stack: cookie=300000004
+ => <0000000000001139> : 0x5c1d0e9b3a7f4e21
+ => <00007f0000001000> : ?
+            uu_chain-93      [001] .....    12.000300: user_unwind_stack: cookie=500000004 frames 64-66 of 66
+ => <0000000000001139> : 0x5c1d0e9b3a7f4e21
+           <...>-94      [000] d....    12.000400: user_unwind_stack: cookie=600000004 (no frames)
+";
+
+    #[test]
+    fn parses_the_trace_file() {
+        let (ev, clock) = from_text(TEXT);
+        assert_eq!(clock.as_deref(), Some("global"));
+        assert_eq!(ev.len(), 6);
+        assert_eq!(
+            ev[0].kind,
+            Kind::Other {
+                name: "sys_enter".into()
+            }
+        );
+        assert_eq!(ev[0].pid, 93);
+        assert_eq!(ev[0].cpu, 1);
+        assert_eq!(ev[0].ts, 12_000_100_000);
+        assert_eq!(
+            ev[1].kind,
+            Kind::Cookie {
+                cookie: 0x300000004
+            }
+        );
+        assert_eq!(
+            ev[2].kind,
+            Kind::FileCache {
+                cookie: 0x5c1d0e9b3a7f4e21,
+                path: "/usr/bin/a b\nc".into(),
+                build_id: vec![0xa, 0xb],
+            }
+        );
+        let Kind::Stack {
+            frames,
+            start,
+            total,
+            ..
+        } = &ev[3].kind
+        else {
+            panic!()
+        };
+        assert_eq!((*start, *total), (0, 2));
+        assert_eq!(
+            frames[0],
+            RawFrame {
+                value: 0x1139,
+                file: Some(0x5c1d0e9b3a7f4e21)
+            }
+        );
+        assert_eq!(
+            frames[1],
+            RawFrame {
+                value: 0x7f0000001000,
+                file: None
+            }
+        );
+        let Kind::Stack { start, total, .. } = &ev[4].kind else {
+            panic!()
+        };
+        assert_eq!((*start, *total), (64, 66));
+        let Kind::Stack { total, frames, .. } = &ev[5].kind else {
+            panic!()
+        };
+        assert_eq!((*total, frames.len()), (0, 0));
+        assert_eq!(ev[5].comm.as_deref(), Some("<...>"));
+    }
+
+    #[test]
+    fn wide_and_narrow_frames() {
+        let f = decode_frames(&[7, 9], &[1, 2], &[0, 1]);
+        assert_eq!(
+            f,
+            vec![
+                RawFrame {
+                    value: 1,
+                    file: Some(7)
+                },
+                RawFrame {
+                    value: 2,
+                    file: Some(9)
+                }
+            ]
+        );
+        let f = decode_frames(&[7], &[1, 2, 3, 4], &[0, 5]);
+        assert_eq!(
+            f[0],
+            RawFrame {
+                value: 1 | 3 << 32,
+                file: Some(7)
+            }
+        );
+        assert_eq!(
+            f[1],
+            RawFrame {
+                value: 2 | 4 << 32,
+                file: None
+            }
+        );
+        assert!(decode_frames(&[], &[], &[]).is_empty());
+        // Fewer offsets than indices: only the frames with both.
+        assert_eq!(decode_frames(&[7], &[1], &[0, 0]).len(), 1);
+    }
+}

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! (file, offset) to functions, inlined frames and file:line, with blazesym.
+//!
+//! The file named by a `file_cache` event is found on this machine through `--map`
+//! prefixes or a sysroot; its build-id must be the one the trace recorded, else it is
+//! reported and not symbolized. The offset becomes a virtual address through the file's
+//! own `PT_LOAD` headers; the symbols come from a debug file found by build-id
+//! (`DIR/.build-id/xx/yyyy.debug` under each debug directory) if there is one, else from
+//! the file, whose DWARF, `.gnu_debuglink` and symbol tables blazesym reads. Results are
+//! cached per (file, offset). Anonymous frames resolve through `/tmp/perf-PID.map`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use blazesym::symbolize::source::{Elf, Source};
+use blazesym::symbolize::{Input, Symbolized, Symbolizer as Blaze};
+
+use crate::elf;
+use crate::join::{FileInfo, Frame};
+
+/// One function of a symbolized frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sym {
+    pub name: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// Inlined into the next one of the frame.
+    pub inlined: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub sysroot: Option<PathBuf>,
+    /// Guest path prefix to a host directory, tried in order before the sysroot.
+    pub maps: Vec<(String, PathBuf)>,
+    /// Searched for build-id debug files before the system's.
+    pub debug_dirs: Vec<PathBuf>,
+    pub perf_maps: Vec<PathBuf>,
+    pub no_inline: bool,
+}
+
+/// What became of a file of the trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileStatus {
+    Ok {
+        host: PathBuf,
+        symbols: PathBuf,
+    },
+    Missing,
+    BuildIdMismatch {
+        host: PathBuf,
+        found: Option<Vec<u8>>,
+    },
+    NotElf {
+        host: PathBuf,
+    },
+}
+
+struct FileEntry {
+    status: FileStatus,
+    loads: Vec<elf::Load>,
+}
+
+/// A symbolized frame: its functions, innermost first, or nothing.
+pub type Resolved = Option<Rc<[Sym]>>;
+
+pub struct Symbolizer {
+    blaze: Blaze,
+    opts: Options,
+    debug_dirs: Vec<PathBuf>,
+    index: HashMap<(String, Vec<u8>), usize>,
+    files: Vec<(Rc<FileInfo>, FileEntry)>,
+    cache: HashMap<(usize, u64), Resolved>,
+    perf: HashMap<i32, Vec<(u64, u64, String)>>,
+    /// Lookups that were not served from the cache.
+    pub lookups: u64,
+}
+
+/// The system's debug directories, searched after the user's.
+const SYSTEM_DEBUG_DIRS: [&str; 2] = ["/usr/lib/debug", "/lib/debug"];
+
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Symbolizer {
+    pub fn new(opts: Options) -> Symbolizer {
+        let mut debug_dirs = opts.debug_dirs.clone();
+        debug_dirs.extend(SYSTEM_DEBUG_DIRS.iter().map(PathBuf::from));
+        let blaze = Blaze::builder()
+            .enable_code_info(true)
+            .enable_inlined_fns(!opts.no_inline)
+            .enable_demangling(true)
+            .set_debug_dirs(Some(&debug_dirs))
+            .build();
+        let mut perf = HashMap::new();
+        for p in &opts.perf_maps {
+            if let Some(pid) = perf_map_pid(p) {
+                perf.insert(pid, read_perf_map(p));
+            }
+        }
+        Symbolizer {
+            blaze,
+            opts,
+            debug_dirs,
+            index: HashMap::new(),
+            files: Vec::new(),
+            cache: HashMap::new(),
+            perf,
+            lookups: 0,
+        }
+    }
+
+    /// Where a guest path is on this machine.
+    pub fn host_path(&self, path: &str) -> PathBuf {
+        for (prefix, dir) in &self.opts.maps {
+            let prefix = prefix.trim_end_matches('/');
+            if let Some(rest) = path.strip_prefix(prefix) {
+                if rest.is_empty() {
+                    return dir.clone();
+                }
+                if rest.starts_with('/') {
+                    return dir.join(rest.trim_start_matches('/'));
+                }
+            }
+        }
+        match &self.opts.sysroot {
+            Some(root) => root.join(path.trim_start_matches('/')),
+            None => PathBuf::from(path),
+        }
+    }
+
+    fn debug_file(&self, build_id: &[u8]) -> Option<PathBuf> {
+        let (first, rest) = build_id.split_first()?;
+        if rest.is_empty() {
+            return None;
+        }
+        let rel = format!(".build-id/{first:02x}/{}.debug", hex(rest));
+        self.debug_dirs
+            .iter()
+            .map(|d| d.join(&rel))
+            .find(|p| elf::build_id(p).as_deref() == Some(build_id))
+    }
+
+    fn open(&self, file: &FileInfo) -> FileEntry {
+        let host = self.host_path(&file.path);
+        if !host.is_file() {
+            return FileEntry {
+                status: FileStatus::Missing,
+                loads: Vec::new(),
+            };
+        }
+        let found = elf::build_id(&host);
+        let Some(loads) = elf::loads(&host) else {
+            return FileEntry {
+                status: FileStatus::NotElf { host },
+                loads: Vec::new(),
+            };
+        };
+        if !file.build_id.is_empty() && found.as_deref() != Some(&file.build_id[..]) {
+            return FileEntry {
+                status: FileStatus::BuildIdMismatch { host, found },
+                loads: Vec::new(),
+            };
+        }
+        let symbols = found
+            .and_then(|id| self.debug_file(&id))
+            .unwrap_or_else(|| host.clone());
+        FileEntry {
+            status: FileStatus::Ok { host, symbols },
+            loads,
+        }
+    }
+
+    fn file_index(&mut self, file: &Rc<FileInfo>) -> usize {
+        let key = (file.path.clone(), file.build_id.clone());
+        if let Some(&i) = self.index.get(&key) {
+            return i;
+        }
+        let e = self.open(file);
+        self.files.push((Rc::clone(file), e));
+        self.index.insert(key, self.files.len() - 1);
+        self.files.len() - 1
+    }
+
+    /// Every file looked at so far, with what became of it.
+    pub fn files(&self) -> impl Iterator<Item = (&FileInfo, &FileStatus)> {
+        self.files.iter().map(|(f, e)| (&**f, &e.status))
+    }
+
+    /// Symbolize frame `depth` (0: innermost) of a stack of task `pid`. Frames above the
+    /// first are return addresses, looked up one byte earlier, inside their call.
+    pub fn resolve(&mut self, pid: i32, frame: &Frame, depth: usize) -> Resolved {
+        let back = u64::from(depth > 0);
+        match frame {
+            Frame::File { file, offset } => {
+                let i = self.file_index(file);
+                let off = offset.saturating_sub(back);
+                if let Some(r) = self.cache.get(&(i, off)) {
+                    return r.clone();
+                }
+                let r = self.lookup(i, off);
+                self.cache.insert((i, off), r.clone());
+                r
+            }
+            Frame::Anon { addr, .. } => {
+                let map = self.perf.get(&pid)?;
+                let a = addr.saturating_sub(back);
+                let k = map.partition_point(|(start, _, _)| *start <= a);
+                let (start, size, name) = map.get(k.checked_sub(1)?)?;
+                (a - start < *size).then(|| {
+                    Rc::from(vec![Sym {
+                        name: name.clone(),
+                        file: None,
+                        line: None,
+                        inlined: false,
+                    }])
+                })
+            }
+            _ => None,
+        }
+    }
+
+    fn lookup(&mut self, i: usize, off: u64) -> Resolved {
+        self.lookups += 1;
+        let e = &self.files[i].1;
+        let FileStatus::Ok { symbols, .. } = &e.status else {
+            return None;
+        };
+        let va = elf::vaddr(&e.loads, off)?;
+        let src = Source::Elf(Elf::new(symbols));
+        let Ok(Symbolized::Sym(sym)) = self.blaze.symbolize_single(&src, Input::VirtOffset(va))
+        else {
+            return None;
+        };
+        let loc = |ci: Option<&blazesym::symbolize::CodeInfo>| {
+            let file = ci.map(|c| match &c.dir {
+                Some(d) if !d.as_os_str().is_empty() => {
+                    d.join(&*c.file).to_string_lossy().into_owned()
+                }
+                _ => c.file.to_string_lossy().into_owned(),
+            });
+            (file, ci.and_then(|c| c.line))
+        };
+        let mut v = Vec::with_capacity(sym.inlined.len() + 1);
+        for f in sym.inlined.iter().rev() {
+            let (file, line) = loc(f.code_info.as_ref());
+            v.push(Sym {
+                name: f.name.to_string(),
+                file,
+                line,
+                inlined: true,
+            });
+        }
+        let (file, line) = loc(sym.code_info.as_deref());
+        v.push(Sym {
+            name: sym.name.to_string(),
+            file,
+            line,
+            inlined: false,
+        });
+        Some(Rc::from(v))
+    }
+}
+
+/// The pid in a `perf-PID.map` file name.
+fn perf_map_pid(p: &Path) -> Option<i32> {
+    let name = p.file_name()?.to_str()?;
+    name.strip_prefix("perf-")?
+        .strip_suffix(".map")?
+        .parse()
+        .ok()
+}
+
+/// `START SIZE NAME` lines, hexadecimal, sorted by start. Bad lines are skipped.
+fn read_perf_map(p: &Path) -> Vec<(u64, u64, String)> {
+    let text = std::fs::read(p).unwrap_or_default();
+    let mut v: Vec<(u64, u64, String)> = String::from_utf8_lossy(&text)
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.splitn(3, ' ');
+            let h = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+            Some((
+                h(it.next()?)?,
+                h(it.next()?)?,
+                it.next()?.trim().to_string(),
+            ))
+        })
+        .collect();
+    v.sort_by_key(|e| e.0);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perf_maps_name_jit_frames() {
+        let dir = std::env::temp_dir().join(format!("ustack-perf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("perf-4242.map");
+        std::fs::write(
+            &p,
+            "7f0000001000 100 jit_add\nbad line\n7f0000000000 80 jit_entry\n",
+        )
+        .unwrap();
+        let mut s = Symbolizer::new(Options {
+            perf_maps: vec![p],
+            ..Options::default()
+        });
+        let at = |s: &mut Symbolizer, addr, depth| {
+            s.resolve(4242, &Frame::Anon { addr, name: None }, depth)
+                .map(|v| v[0].name.clone())
+        };
+        assert_eq!(at(&mut s, 0x7f0000001010, 0).as_deref(), Some("jit_add"));
+        assert_eq!(at(&mut s, 0x7f0000000010, 0).as_deref(), Some("jit_entry"));
+        // A return address just past the end is still inside its call.
+        assert_eq!(at(&mut s, 0x7f0000000080, 1).as_deref(), Some("jit_entry"));
+        assert_eq!(at(&mut s, 0x7f0000000080, 0), None);
+        assert_eq!(
+            s.resolve(
+                1,
+                &Frame::Anon {
+                    addr: 0x7f0000001010,
+                    name: None
+                },
+                0
+            ),
+            None
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn maps_and_sysroot() {
+        let s = Symbolizer::new(Options {
+            sysroot: Some("/guest".into()),
+            maps: vec![("/usr/bin".into(), "/cache/prog".into())],
+            ..Options::default()
+        });
+        assert_eq!(
+            s.host_path("/usr/bin/uu_chain"),
+            PathBuf::from("/cache/prog/uu_chain")
+        );
+        assert_eq!(
+            s.host_path("/usr/binary"),
+            PathBuf::from("/guest/usr/binary")
+        );
+        assert_eq!(
+            s.host_path("/lib/libc.so.6"),
+            PathBuf::from("/guest/lib/libc.so.6")
+        );
+    }
+}

@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The reader of `trace.dat`, the file `trace-cmd record` writes: versions 6 and 7
+//! (trace-cmd's `trace-cmd.dat.v6.5.txt` and `.v7.5.txt`), v7's sections compressed with
+//! zstd or not. Event ids and field offsets come from the file's own format sections.
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use crate::bytes::{Cursor, Endian};
+use crate::error::{Error, Result};
+use crate::format::{Format, PageHeader};
+use crate::ringbuf::{self, Missed};
+
+const MAGIC: &[u8] = b"\x17\x08\x44tracing";
+
+// Option ids of the v7 format (and the few v6 shares).
+const OPT_DONE: u16 = 0;
+const OPT_CPUSTAT: u16 = 2;
+const OPT_BUFFER: u16 = 3;
+const OPT_TRACECLOCK: u16 = 4;
+const OPT_HEADER_INFO: u16 = 16;
+const OPT_FTRACE_EVENTS: u16 = 17;
+const OPT_EVENT_FORMATS: u16 = 18;
+const OPT_CMDLINES: u16 = 21;
+
+const SEC_FL_COMPRESS: u16 = 1;
+
+/// The raw data of one CPU of the top instance, uncompressed, as a run of sub-buffers.
+#[derive(Debug, Clone)]
+pub struct CpuData {
+    pub cpu: u32,
+    pub data: Vec<u8>,
+}
+
+/// One event of the trace, in the buffer's own bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct RawEvent<'a> {
+    pub cpu: u32,
+    pub ts: u64,
+    pub data: &'a [u8],
+}
+
+/// A trace.dat read into memory.
+#[derive(Debug, Clone)]
+pub struct TraceDat {
+    pub version: u32,
+    pub endian: Endian,
+    pub page_size: usize,
+    pub compression: Option<String>,
+    pub clock: Option<String>,
+    pub header: PageHeader,
+    pub formats: HashMap<u16, Format>,
+    /// The format files as stored (system, text), `header_page` first, for writers.
+    pub format_texts: Vec<(String, Vec<u8>)>,
+    pub comms: HashMap<i32, String>,
+    pub cpus: Vec<CpuData>,
+    /// Events the ring buffer lost, as the pages say (a page with an unknown count adds 1)
+    /// and the CPUSTAT options' `overrun:` lines.
+    pub lost: u64,
+    /// What went wrong part way through the event data: the events before it were read.
+    pub damage: Vec<Error>,
+}
+
+/// Does `bytes` start like a trace.dat?
+pub fn is_trace_dat(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
+}
+
+struct Decompressor;
+
+impl Decompressor {
+    fn zstd(data: &[u8], size: usize, at: u64) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(size);
+        let mut dec = ruzstd::decoding::StreamingDecoder::new(data)
+            .map_err(|e| Error::at(format!("zstd: {e}"), at))?;
+        dec.read_to_end(&mut out)
+            .map_err(|e| Error::at(format!("zstd: {e}"), at))?;
+        if out.len() != size {
+            return Err(Error::at(
+                format!("zstd: {} bytes, the header said {size}", out.len()),
+                at,
+            ));
+        }
+        Ok(out)
+    }
+}
+
+impl TraceDat {
+    /// Read a whole trace.dat. Damage in the metadata is an error; damage in one CPU's
+    /// event data keeps that CPU's events up to it and is listed in `damage`.
+    pub fn parse(bytes: &[u8]) -> Result<TraceDat> {
+        let mut c = Cursor::new(bytes, 0, Endian::Little);
+        if c.take(MAGIC.len(), "magic")? != MAGIC {
+            return Err(Error::at("not a trace.dat (bad magic)", 0));
+        }
+        let version = std::str::from_utf8(c.cstr("version")?)
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .ok_or_else(|| Error::at("unreadable file version", c.offset()))?;
+        c.endian = match c.u8("endianness")? {
+            0 => Endian::Little,
+            1 => Endian::Big,
+            e => return Err(Error::at(format!("endianness byte {e}"), c.offset() - 1)),
+        };
+        let long_size = c.u8("long size")?;
+        if long_size != 4 && long_size != 8 {
+            return Err(Error::at(format!("long size {long_size}"), c.offset() - 1));
+        }
+        let page_size = c.u32("page size")? as usize;
+        if !(64..=(1 << 24)).contains(&page_size) {
+            return Err(Error::at(format!("page size {page_size}"), c.offset() - 4));
+        }
+        let mut t = TraceDat {
+            version,
+            endian: c.endian,
+            page_size,
+            compression: None,
+            clock: None,
+            header: PageHeader {
+                commit_offset: 8,
+                commit_size: 8,
+                data_offset: 16,
+            },
+            formats: HashMap::new(),
+            format_texts: Vec::new(),
+            comms: HashMap::new(),
+            cpus: Vec::new(),
+            lost: 0,
+            damage: Vec::new(),
+        };
+        match version {
+            6 => t.parse_v6(bytes, c)?,
+            7 => t.parse_v7(bytes, c)?,
+            v => {
+                return Err(Error::new(format!(
+                    "trace.dat version {v} is not supported (6 and 7 are)"
+                )))
+            }
+        }
+        Ok(t)
+    }
+
+    fn header_info(&mut self, c: &mut Cursor) -> Result<()> {
+        if c.take(12, "header_page tag")? != b"header_page\0" {
+            return Err(Error::at("no header_page", c.offset() - 12));
+        }
+        let n = c.u64("header_page size")?;
+        let n = c.len(n, "header_page")?;
+        let text = c.take(n, "header_page")?;
+        self.header = PageHeader::parse(text)?;
+        self.format_texts
+            .push(("header_page".into(), text.to_vec()));
+        if c.take(13, "header_event tag")? != b"header_event\0" {
+            return Err(Error::at("no header_event", c.offset() - 13));
+        }
+        let n = c.u64("header_event size")?;
+        let n = c.len(n, "header_event")?;
+        c.take(n, "header_event")?;
+        Ok(())
+    }
+
+    fn ftrace_formats(&mut self, c: &mut Cursor) -> Result<()> {
+        let count = c.u32("ftrace format count")?;
+        for _ in 0..count {
+            let n = c.u64("ftrace format size")?;
+            let n = c.len(n, "ftrace format")?;
+            let f = Format::parse("ftrace", c.take(n, "ftrace format")?)?;
+            self.formats.insert(f.id, f);
+        }
+        Ok(())
+    }
+
+    fn event_formats(&mut self, c: &mut Cursor) -> Result<()> {
+        let systems = c.u32("event system count")?;
+        for _ in 0..systems {
+            let system = String::from_utf8_lossy(c.cstr("event system name")?).into_owned();
+            let count = c.u32("event count")?;
+            for _ in 0..count {
+                let n = c.u64("event format size")?;
+                let n = c.len(n, "event format")?;
+                let text = c.take(n, "event format")?;
+                let f = Format::parse(&system, text)
+                    .map_err(|e| e.context(&format!("events of {system}")))?;
+                self.format_texts.push((system.clone(), text.to_vec()));
+                self.formats.insert(f.id, f);
+            }
+        }
+        Ok(())
+    }
+
+    fn cmdlines(&mut self, text: &[u8]) {
+        for line in String::from_utf8_lossy(text).lines() {
+            if let Some((pid, comm)) = line.trim().split_once(' ') {
+                if let Ok(pid) = pid.parse() {
+                    self.comms.insert(pid, comm.to_string());
+                }
+            }
+        }
+    }
+
+    /// Version 6: everything in a fixed order, then options and the flyrecord offsets.
+    fn parse_v6(&mut self, bytes: &[u8], mut c: Cursor) -> Result<()> {
+        self.header_info(&mut c)?;
+        self.ftrace_formats(&mut c)?;
+        self.event_formats(&mut c)?;
+        let n = c.u32("kallsyms size")?;
+        let n = c.len(n.into(), "kallsyms")?;
+        c.take(n, "kallsyms")?;
+        let n = c.u32("printk formats size")?;
+        let n = c.len(n.into(), "printk formats")?;
+        c.take(n, "printk formats")?;
+        let n = c.u64("cmdlines size")?;
+        let n = c.len(n, "cmdlines")?;
+        let text = c.take(n, "cmdlines")?;
+        self.cmdlines(text);
+        let cpus = c.u32("cpu count")?;
+        let mut tag = c.take(10, "section tag")?;
+        if tag == b"options  \0" {
+            loop {
+                let id = c.u16("option id")?;
+                if id == OPT_DONE {
+                    break;
+                }
+                let n = c.u32("option size")?;
+                let n = c.len(n.into(), "option")?;
+                let data = c.take(n, "option")?;
+                self.option_v6(id, data);
+            }
+            tag = c.take(10, "section tag")?;
+        }
+        if tag == b"latency  \0" {
+            return Err(Error::at(
+                "a latency trace holds no events to read",
+                c.offset(),
+            ));
+        }
+        if tag != b"flyrecord\0" {
+            return Err(Error::at("no flyrecord section", c.offset() - 10));
+        }
+        for cpu in 0..cpus {
+            let offset = c.u64("cpu data offset")?;
+            let size = c.u64("cpu data size")?;
+            match slice(bytes, offset, size) {
+                Ok(data) => self.cpus.push(CpuData {
+                    cpu,
+                    data: data.to_vec(),
+                }),
+                Err(e) => self.damage.push(e.context(&format!("CPU {cpu}"))),
+            }
+        }
+        Ok(())
+    }
+
+    fn option_v6(&mut self, id: u16, data: &[u8]) {
+        match id {
+            OPT_TRACECLOCK => self.set_clock(data),
+            OPT_CPUSTAT => self.cpustat(data),
+            _ => {}
+        }
+    }
+
+    fn set_clock(&mut self, data: &[u8]) {
+        let text = String::from_utf8_lossy(cstr(data));
+        // "local [global] counter ...": the selected one is in brackets.
+        let clock = match (text.find('['), text.find(']')) {
+            (Some(a), Some(b)) if a < b => text[a + 1..b].to_string(),
+            _ => text.trim().to_string(),
+        };
+        if !clock.is_empty() {
+            self.clock = Some(clock);
+        }
+    }
+
+    fn cpustat(&mut self, data: &[u8]) {
+        for line in String::from_utf8_lossy(cstr(data)).lines() {
+            if let Some(v) = line.strip_prefix("overrun:") {
+                self.lost += v.trim().parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+
+    /// A v7 section at `offset`: its id and its content, uncompressed.
+    fn section(&self, bytes: &[u8], offset: u64) -> Result<(u16, Vec<u8>)> {
+        let start = usize::try_from(offset)
+            .ok()
+            .filter(|&o| o <= bytes.len())
+            .ok_or_else(|| Error::at("section offset beyond the end of the file", offset))?;
+        let mut c = Cursor::new(&bytes[start..], offset, self.endian);
+        let id = c.u16("section id")?;
+        let flags = c.u16("section flags")?;
+        c.u32("section description")?;
+        let size = c.u64("section size")?;
+        let size = c.len(size, "section")?;
+        let mut c = Cursor::new(c.take(size, "section")?, c.offset(), self.endian);
+        if flags & SEC_FL_COMPRESS == 0 {
+            return Ok((id, c.take(c.remaining(), "section")?.to_vec()));
+        }
+        let at = c.offset();
+        let zsize = c.u32("compressed size")?;
+        let usize_ = c.u32("uncompressed size")?;
+        let z = c.take(c.len(zsize.into(), "compressed data")?, "compressed data")?;
+        Ok((id, self.decompress(z, usize_ as usize, at)?))
+    }
+
+    fn decompress(&self, z: &[u8], size: usize, at: u64) -> Result<Vec<u8>> {
+        match self.compression.as_deref() {
+            Some("zstd") => Decompressor::zstd(z, size, at),
+            Some(other) => Err(Error::at(
+                format!("compression {other} is not supported"),
+                at,
+            )),
+            None => Err(Error::at(
+                "a compressed section in an uncompressed file",
+                at,
+            )),
+        }
+    }
+
+    /// Version 7: a chain of option sections pointing at the other sections.
+    fn parse_v7(&mut self, bytes: &[u8], mut c: Cursor) -> Result<()> {
+        let name = String::from_utf8_lossy(c.cstr("compression name")?).into_owned();
+        c.cstr("compression version")?;
+        if name != "none" {
+            self.compression = Some(name);
+        }
+        let mut next = c.u64("options offset")?;
+        let mut buffers = Vec::new();
+        let mut seen = Vec::new();
+        while next != 0 {
+            if seen.contains(&next) {
+                return Err(Error::at("the options sections loop", next));
+            }
+            seen.push(next);
+            let (id, data) = self.section(bytes, next)?;
+            if id != 0 {
+                return Err(Error::at(
+                    format!("section {id} where options were expected"),
+                    next,
+                ));
+            }
+            next = 0;
+            let mut o = Cursor::new(&data, 0, self.endian);
+            while !o.is_empty() {
+                let id = o.u16("option id")?;
+                let n = o.u32("option size")?;
+                let n = o.len(n.into(), "option")?;
+                let d = o.take(n, "option")?;
+                let mut oc = Cursor::new(d, 0, self.endian);
+                match id {
+                    OPT_DONE => {
+                        next = oc.u64("next options offset")?;
+                        break;
+                    }
+                    OPT_BUFFER => buffers.push(d.to_vec()),
+                    OPT_TRACECLOCK => self.set_clock(d),
+                    OPT_CPUSTAT => self.cpustat(d),
+                    OPT_HEADER_INFO | OPT_FTRACE_EVENTS | OPT_EVENT_FORMATS | OPT_CMDLINES => {
+                        let at = oc.u64("section offset")?;
+                        let (_, s) = self.section(bytes, at)?;
+                        let mut sc = Cursor::new(&s, 0, self.endian);
+                        match id {
+                            OPT_HEADER_INFO => self.header_info(&mut sc)?,
+                            OPT_FTRACE_EVENTS => self.ftrace_formats(&mut sc)?,
+                            OPT_EVENT_FORMATS => self.event_formats(&mut sc)?,
+                            _ => {
+                                let n = sc.u64("cmdlines size")?;
+                                let n = sc.len(n, "cmdlines")?;
+                                let text = sc.take(n, "cmdlines")?;
+                                self.cmdlines(text);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // The top instance is the buffer with the empty name; others are not read.
+        for b in buffers {
+            let mut bc = Cursor::new(&b, 0, self.endian);
+            let offset = bc.u64("buffer offset")?;
+            let name = bc.cstr("buffer name")?;
+            let clock = bc.cstr("buffer clock")?;
+            if !name.is_empty() {
+                continue;
+            }
+            if !clock.is_empty() {
+                self.clock = Some(String::from_utf8_lossy(clock).into_owned());
+            }
+            let page_size = bc.u32("buffer page size")? as usize;
+            if (64..=(1 << 24)).contains(&page_size) {
+                self.page_size = page_size;
+            }
+            let compressed = self.flyrecord_compressed(bytes, offset)?;
+            let cpus = bc.u32("buffer cpu count")?;
+            for _ in 0..cpus {
+                let cpu = bc.u32("cpu id")?;
+                let off = bc.u64("cpu data offset")?;
+                let size = bc.u64("cpu data size")?;
+                match self.cpu_data(bytes, off, size, compressed) {
+                    Ok(data) => self.cpus.push(CpuData { cpu, data }),
+                    Err(e) => self.damage.push(e.context(&format!("CPU {cpu}"))),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn flyrecord_compressed(&self, bytes: &[u8], offset: u64) -> Result<bool> {
+        let hdr = slice(bytes, offset, 4).map_err(|e| e.context("flyrecord section"))?;
+        let flags = self.endian.u16([hdr[2], hdr[3]]);
+        Ok(flags & SEC_FL_COMPRESS != 0)
+    }
+
+    /// One CPU's pages: as they are, or the chunks `<count> (<zsize> <size> <data>)*`.
+    /// A damaged chunk keeps the chunks before it, and is an error.
+    fn cpu_data(&mut self, bytes: &[u8], off: u64, size: u64, compressed: bool) -> Result<Vec<u8>> {
+        if !compressed {
+            return Ok(slice(bytes, off, size)?.to_vec());
+        }
+        let start = usize::try_from(off)
+            .ok()
+            .filter(|&o| o <= bytes.len())
+            .ok_or_else(|| Error::at("cpu data beyond the end of the file", off))?;
+        let mut c = Cursor::new(&bytes[start..], off, self.endian);
+        let count = c.u32("chunk count")?;
+        let mut out = Vec::new();
+        for i in 0..count {
+            let chunk = (|| {
+                let at = c.offset();
+                let zsize = c.u32("chunk compressed size")?;
+                let usize_ = c.u32("chunk size")?;
+                let z = c.take(c.len(zsize.into(), "chunk")?, "chunk")?;
+                self.decompress(z, usize_ as usize, at)
+            })();
+            match chunk {
+                Ok(d) => out.extend_from_slice(&d),
+                Err(e) => {
+                    self.damage
+                        .push(e.context(&format!("chunk {i} of {count}")));
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every data event of the top instance, merged across CPUs in timestamp order (ties
+    /// keep CPU order). A damaged page ends its CPU's events and is listed in `damage`.
+    pub fn events(&mut self) -> Vec<RawEvent<'_>> {
+        let mut per_cpu: Vec<Vec<RawEvent>> = Vec::new();
+        let mut damage = Vec::new();
+        let mut lost = 0;
+        for cd in &self.cpus {
+            let mut v = Vec::new();
+            for (i, page) in cd.data.chunks(self.page_size).enumerate() {
+                let r = ringbuf::parse_page(page, &self.header, self.endian, |ts, data| {
+                    v.push(RawEvent {
+                        cpu: cd.cpu,
+                        ts,
+                        data,
+                    })
+                });
+                match r {
+                    Ok(Missed::None) => {}
+                    Ok(Missed::Count(n)) => lost += n,
+                    Ok(Missed::Unknown) => lost += 1,
+                    Err(e) => {
+                        damage.push(e.context(&format!("CPU {} page {i}", cd.cpu)));
+                        break;
+                    }
+                }
+            }
+            per_cpu.push(v);
+        }
+        self.damage.extend(damage);
+        self.lost += lost;
+        merge(per_cpu)
+    }
+
+    /// The format of an event record (its first two bytes are `common_type`).
+    pub fn format_of(&self, data: &[u8]) -> Option<&Format> {
+        let id = self.endian.uint(data, 2)? as u16;
+        self.formats.get(&id)
+    }
+
+    pub fn format_named(&self, system: &str, name: &str) -> Option<&Format> {
+        self.formats
+            .values()
+            .find(|f| f.system == system && f.name == name)
+    }
+}
+
+fn cstr(b: &[u8]) -> &[u8] {
+    b.split(|&c| c == 0).next().unwrap_or(b)
+}
+
+fn slice(bytes: &[u8], offset: u64, size: u64) -> Result<&[u8]> {
+    let end = offset.checked_add(size);
+    match end {
+        Some(end) if end <= bytes.len() as u64 => Ok(&bytes[offset as usize..end as usize]),
+        _ => {
+            let have = (bytes.len() as u64).saturating_sub(offset);
+            Err(Error::at(
+                format!("truncated: {size} bytes wanted, {have} in the file"),
+                offset,
+            ))
+        }
+    }
+}
+
+/// Merge per-CPU runs (each in timestamp order) into one, by timestamp.
+fn merge(runs: Vec<Vec<RawEvent<'_>>>) -> Vec<RawEvent<'_>> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let total = runs.iter().map(Vec::len).sum();
+    let mut out = Vec::with_capacity(total);
+    let mut heap = BinaryHeap::new();
+    for (i, r) in runs.iter().enumerate() {
+        if let Some(e) = r.first() {
+            heap.push(Reverse((e.ts, i, 0usize)));
+        }
+    }
+    while let Some(Reverse((_, i, j))) = heap.pop() {
+        out.push(runs[i][j]);
+        if let Some(e) = runs[i].get(j + 1) {
+            heap.push(Reverse((e.ts, i, j + 1)));
+        }
+    }
+    out
+}
