@@ -76,8 +76,11 @@ pub fn load(bytes: &[u8]) -> Result<Loaded> {
             },
         });
     }
-    if bytes.starts_with(b"\x17\x08\x44") {
-        return Err(error::Error::at("a damaged trace.dat header", 0));
+    if bytes.is_empty() {
+        return Err(error::Error::new("empty file"));
+    }
+    if bytes.starts_with(b"\x17\x08\x44") || tracedat::MAGIC.starts_with(bytes) {
+        return Err(error::Error::at("truncated or damaged trace.dat header", 0));
     }
     let text = String::from_utf8_lossy(bytes);
     let (events, clock) = events::from_text(&text);

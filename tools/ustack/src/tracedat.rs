@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::format::{Format, PageHeader};
 use crate::ringbuf::{self, Missed};
 
-const MAGIC: &[u8] = b"\x17\x08\x44tracing";
+pub const MAGIC: &[u8] = b"\x17\x08\x44tracing";
 
 // Option ids of the v7 format (and the few v6 shares).
 const OPT_DONE: u16 = 0;
