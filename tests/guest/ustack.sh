@@ -1,9 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# Guest half of the ustack tests and of make demo: trace-cmd records the test program in
+# Guest half of the ustack tests and of make demo: trace-cmd records the test programs in
 # each file format the tool reads, and each file comes out on the console in base64 between
-# "=== FILE NAME" and "=== END", with trace-cmd report's view of it (the oracle) and the
-# text of the trace file.
+# "=== FILE NAME" and "=== END", with trace-cmd report's view of it (the oracle), the same
+# with the libtraceevent plugin if /plugins has it, and the text of the trace file.
+# "ustack.sh demo" records one trace.dat of a longer workload and nothing else.
 T=/sys/kernel/tracing
 insmod /lib/modules/user_unwind.ko || exit 1
 # trace-cmd stores /proc/kallsyms in every file (megabytes, for kernel stacks the tool does
@@ -25,12 +26,25 @@ record() {
 	name=$1
 	shift
 	trace-cmd record -q -o /tmp/$name.dat "$@" -e user_unwind -e raw_syscalls:sys_enter \
-		-f 'id == 110' sh -c 'uu_chain 20 && uu_bench 3 100' >/dev/null 2>&1 || echo "record $name failed"
+		-f 'id == 110' sh -c "$WORKLOAD" >/dev/null 2>&1 || echo "record $name failed"
 	dump $name.dat /tmp/$name.dat
+	[ -n "$DEMO" ] && return
 	trace-cmd report -i /tmp/$name.dat >/tmp/$name.report 2>&1
 	dump $name.report /tmp/$name.report
+	if [ -f /plugins/plugin_user_unwind.so ]; then
+		TRACEEVENT_PLUGIN_DIR=/plugins trace-cmd report -i /tmp/$name.dat \
+			>/tmp/$name.plugin-report 2>&1
+		dump $name.plugin-report /tmp/$name.plugin-report
+	fi
 }
 
+if [ "$1" = demo ]; then
+	DEMO=1
+	WORKLOAD='uu_chain 200 & uu_bench 100 24 & uu_bench 50 70; wait'
+	record demo -C global
+	exit 0
+fi
+WORKLOAD='uu_chain 20 && uu_bench 3 100'
 record v7-zstd
 record v7-none --compression none
 record v6 --file-version 6

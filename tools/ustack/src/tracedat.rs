@@ -285,7 +285,15 @@ impl TraceDat {
         let start = usize::try_from(offset)
             .ok()
             .filter(|&o| o <= bytes.len())
-            .ok_or_else(|| Error::at("section offset beyond the end of the file", offset))?;
+            .ok_or_else(|| {
+                Error::at(
+                    format!(
+                        "truncated: a section starts beyond the end of the file ({} bytes)",
+                        bytes.len()
+                    ),
+                    offset,
+                )
+            })?;
         let mut c = Cursor::new(&bytes[start..], offset, self.endian);
         let id = c.u16("section id")?;
         let flags = c.u16("section flags")?;
@@ -421,7 +429,15 @@ impl TraceDat {
         let start = usize::try_from(off)
             .ok()
             .filter(|&o| o <= bytes.len())
-            .ok_or_else(|| Error::at("cpu data beyond the end of the file", off))?;
+            .ok_or_else(|| {
+                Error::at(
+                    format!(
+                        "truncated: CPU data starts beyond the end of the file ({} bytes)",
+                        bytes.len()
+                    ),
+                    off,
+                )
+            })?;
         let mut c = Cursor::new(&bytes[start..], off, self.endian);
         let count = c.u32("chunk count")?;
         let mut out = Vec::new();

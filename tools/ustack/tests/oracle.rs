@@ -110,8 +110,23 @@ fn short(k: &Kind) -> Kind {
     }
 }
 
+/// The committed recordings, and those of a fresh guest run in `$USTACK_FIXTURES` (the
+/// end-to-end test's) when set.
+pub fn fixture_dirs() -> Vec<std::path::PathBuf> {
+    let mut v = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")];
+    if let Some(d) = std::env::var_os("USTACK_FIXTURES") {
+        v.push(d.into());
+    }
+    v
+}
+
 fn check(fixture: &str) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    for dir in fixture_dirs() {
+        check_in(&dir, fixture);
+    }
+}
+
+fn check_in(dir: &Path, fixture: &str) {
     let dat = std::fs::read(dir.join(format!("{fixture}.dat"))).unwrap();
     let report = std::fs::read_to_string(dir.join(format!("{fixture}.report"))).unwrap();
     let loaded = ustack::load(&dat).unwrap();
@@ -175,11 +190,13 @@ fn v7_global_clock_matches_trace_cmd_report() {
 /// The text of the trace file and the trace.dat of the same workload join alike.
 #[test]
 fn text_and_trace_dat_join_alike() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    for f in ["text.trace", "v7-zstd.dat"] {
+    for (dir, f) in fixture_dirs()
+        .iter()
+        .flat_map(|d| ["text.trace", "v7-zstd.dat"].map(|f| (d.clone(), f)))
+    {
         let loaded = ustack::load(&std::fs::read(dir.join(f)).unwrap()).unwrap();
         let (samples, st) = ustack::join::join(&loaded.events);
-        assert_eq!(st.unresolved_frames, 0, "{f}");
+        assert_eq!(st.unresolved_frames, 0, "{}", dir.join(f).display());
         assert_eq!(st.cookies_without_stack, 0, "{f}");
         assert_eq!(st.cookies_without_trigger, 0, "{f}");
         // uu_bench 3 100: three stacks of more than 64 frames, two records each.

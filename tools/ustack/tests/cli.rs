@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The command line on the guest's recordings: what it does when a file is not the one
+//! that ran, what each output holds, and the libtraceevent plugin under the real
+//! `trace-cmd report`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ustack-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn ustack(args: &[&str]) -> (String, String, bool) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ustack"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.success(),
+    )
+}
+
+#[test]
+fn a_build_id_mismatch_is_reported_and_not_symbolized() {
+    // Another program where the trace's /usr/bin/uu_chain should be.
+    let d = tmpdir("mismatch");
+    std::fs::copy("/bin/ls", d.join("uu_chain")).unwrap();
+    let map = format!("/usr/bin={}", d.display());
+    let trace = fixture("v7-zstd.dat");
+    let (out, err, ok) = ustack(&["--map", &map, "--folded", "-", trace.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("/usr/bin/uu_chain: build-id mismatch: the trace has 8f1c4a317736b185d8108e1cac695adf265d433b"),
+        "{err}"
+    );
+    let chain = out
+        .lines()
+        .find(|l| l.contains("uu_chain+0x"))
+        .expect("raw uu_chain frames");
+    assert!(chain.ends_with(" 20"), "{chain}");
+    assert!(!out.contains("uu_a"), "{out}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_missing_file_and_an_empty_or_damaged_trace() {
+    let trace = fixture("v6.dat");
+    let (_, err, ok) = ustack(&["--sysroot", "/nonexistent", trace.to_str().unwrap()]);
+    assert!(ok);
+    assert!(err.contains("/usr/bin/uu_chain: not found"), "{err}");
+    let d = tmpdir("damaged");
+    std::fs::write(d.join("empty"), b"").unwrap();
+    let (_, err, ok) = ustack(&[d.join("empty").to_str().unwrap()]);
+    assert!(!ok && err.contains("empty file"), "{err}");
+    let mut cut = std::fs::read(fixture("v7-zstd.dat")).unwrap();
+    cut.truncate(cut.len() * 3 / 4);
+    std::fs::write(d.join("cut.dat"), &cut).unwrap();
+    let (_, err, ok) = ustack(&[d.join("cut.dat").to_str().unwrap()]);
+    assert!(!ok && err.contains("truncated"), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// The libc the guest ran is this machine's (the initramfs copies it): its frames are
+/// named from Debian's libc6-dbg, found by build-id, unless libc changed since the
+/// fixtures were recorded, which must then be reported as a mismatch.
+#[test]
+fn libc_frames_are_named_from_its_debug_file() {
+    let trace = fixture("v7-zstd.dat");
+    let (out, err, ok) = ustack(&["--folded", "-", "--lines", trace.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let libc = ustack::elf::build_id(Path::new("/lib/x86_64-linux-gnu/libc.so.6")).unwrap();
+    if ustack::symbolize::hex(&libc) == "93ac61ec5a8eb1396f9fbd350e3169a558528a40" {
+        assert!(
+            out.contains("__libc_start_call_main (libc_start_call_main.h:58)"),
+            "{out}"
+        );
+    } else {
+        assert!(
+            err.contains("/lib/x86_64-linux-gnu/libc.so.6: build-id mismatch"),
+            "{err}"
+        );
+    }
+}
+
+/// A protobuf message's fields: (number, varint or bytes).
+fn pb_fields(mut b: &[u8]) -> Vec<(u64, Result<u64, Vec<u8>>)> {
+    fn varint(b: &mut &[u8]) -> u64 {
+        let mut v = 0;
+        let mut shift = 0;
+        loop {
+            let byte = b[0];
+            *b = &b[1..];
+            v |= u64::from(byte & 0x7f) << shift;
+            shift += 7;
+            if byte < 0x80 {
+                return v;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let key = varint(&mut b);
+        match key & 7 {
+            0 => out.push((key >> 3, Ok(varint(&mut b)))),
+            2 => {
+                let n = varint(&mut b) as usize;
+                out.push((key >> 3, Err(b[..n].to_vec())));
+                b = &b[n..];
+            }
+            t => panic!("wire type {t}"),
+        }
+    }
+    out
+}
+
+#[test]
+fn the_outputs_hold_the_stacks() {
+    let d = tmpdir("outputs");
+    let p = |n: &str| d.join(n).to_str().unwrap().to_string();
+    let trace = fixture("text.trace");
+    let (_, err, ok) = ustack(&[
+        "--svg",
+        &p("f.svg"),
+        "--speedscope",
+        &p("s.json"),
+        "--pprof",
+        &p("p.pb.gz"),
+        "--folded",
+        &p("f.txt"),
+        "--report",
+        &p("r.txt"),
+        "--sysroot",
+        "/nonexistent",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let folded = std::fs::read_to_string(p("f.txt")).unwrap();
+    let total: u64 = folded
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, 23, "{folded}");
+    let svg = std::fs::read_to_string(p("f.svg")).unwrap();
+    assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"));
+    assert!(
+        svg.contains("<title>all (23 samples, 100.00%)</title>"),
+        "{svg}"
+    );
+    assert!(svg.contains("<title>sys_enter (23 samples"), "{svg}");
+    let report = std::fs::read_to_string(p("r.txt")).unwrap();
+    assert!(report.contains("# Samples: 23"), "{report}");
+    assert!(report.contains("86.96%       20  sys_enter"), "{report}");
+
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p("s.json")).unwrap()).unwrap();
+    let prof = &s["profiles"][0];
+    let weights: u64 = prof["weights"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_u64().unwrap())
+        .sum();
+    assert_eq!(weights, 23);
+    let frames = s["shared"]["frames"].as_array().unwrap();
+    let first = prof["samples"][0].as_array().unwrap();
+    assert_eq!(
+        frames[first[0].as_u64().unwrap() as usize]["name"],
+        "sys_enter"
+    );
+
+    // pprof: gunzip, then the string table, the mappings' build-ids and the locations.
+    let gz = std::fs::read(p("p.pb.gz")).unwrap();
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
+    let fields = pb_fields(&raw);
+    let strings: Vec<String> = fields
+        .iter()
+        .filter(|(n, _)| *n == 6)
+        .map(|(_, v)| String::from_utf8(v.clone().unwrap_err()).unwrap())
+        .collect();
+    assert_eq!(strings[0], "");
+    let mappings: HashMap<u64, (String, String)> = fields
+        .iter()
+        .filter(|(n, _)| *n == 3)
+        .map(|(_, v)| {
+            let m = pb_fields(&v.clone().unwrap_err());
+            let get = |k| {
+                m.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| *v.as_ref().unwrap())
+                    .unwrap_or(0)
+            };
+            (
+                get(1),
+                (
+                    strings[get(5) as usize].clone(),
+                    strings[get(6) as usize].clone(),
+                ),
+            )
+        })
+        .collect();
+    let chain = mappings
+        .values()
+        .find(|(f, _)| f == "/usr/bin/uu_chain")
+        .expect("uu_chain mapping");
+    assert_eq!(chain.1, "8f1c4a317736b185d8108e1cac695adf265d433b");
+    let samples: Vec<u64> = fields
+        .iter()
+        .filter(|(n, _)| *n == 2)
+        .map(|(_, v)| {
+            let s = pb_fields(&v.clone().unwrap_err());
+            let value = s
+                .iter()
+                .find(|(n, _)| *n == 2)
+                .unwrap()
+                .1
+                .clone()
+                .unwrap_err();
+            value[0] as u64
+        })
+        .collect();
+    assert_eq!(samples.iter().sum::<u64>(), 23);
+    // Each uu_chain location's address is its frame's offset, as the trace has it.
+    let addrs: Vec<u64> = fields
+        .iter()
+        .filter(|(n, _)| *n == 4)
+        .filter_map(|(_, v)| {
+            let l = pb_fields(&v.clone().unwrap_err());
+            let get = |k| {
+                l.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| *v.as_ref().unwrap())
+            };
+            let m = get(2)?;
+            (mappings[&m].0 == "/usr/bin/uu_chain").then(|| get(3).unwrap())
+        })
+        .collect();
+    let text = std::fs::read_to_string(&trace).unwrap();
+    for a in &addrs {
+        assert!(text.contains(&format!("<{a:016x}>")), "{a:#x}");
+    }
+    assert!(addrs.len() >= 4);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// The plugin's frames under trace-cmd report are the tool's own join, record by record.
+#[test]
+fn the_plugin_prints_what_the_tool_joins() {
+    let d = tmpdir("plugin");
+    let plugin = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugin");
+    let st = Command::new("make")
+        .args(["-s", "-C"])
+        .arg(&plugin)
+        .arg(format!("OUT={}", d.display()))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    // This machine's trace-cmd on the committed recordings; the guest's own report with
+    // the plugin on a fresh one (the end-to-end test's $USTACK_FIXTURES).
+    let mut runs: Vec<(PathBuf, String)> = Vec::new();
+    for f in ["v7-zstd.dat", "v6.dat"] {
+        let out = Command::new("trace-cmd")
+            .args(["report", "-i"])
+            .arg(fixture(f))
+            .env("TRACEEVENT_PLUGIN_DIR", &d)
+            .env("HOME", &d)
+            .output()
+            .unwrap();
+        runs.push((
+            fixture(f),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        ));
+    }
+    if let Some(dir) = std::env::var_os("USTACK_FIXTURES") {
+        let dir = PathBuf::from(dir);
+        for f in ["v7-zstd", "v7-none", "v6", "v7-global"] {
+            let report = std::fs::read_to_string(dir.join(format!("{f}.plugin-report"))).unwrap();
+            runs.push((dir.join(format!("{f}.dat")), report));
+        }
+    }
+    for (f, text) in &runs {
+        let f = f.display();
+        // cookie -> frames, in the order the records came.
+        let mut plugin_frames: HashMap<u64, Vec<String>> = HashMap::new();
+        let mut current = None;
+        for line in text.lines() {
+            if let Some(f) = line.strip_prefix(" => ") {
+                plugin_frames
+                    .entry(current.unwrap())
+                    .or_default()
+                    .push(f.to_string());
+            } else if let Some(i) = line.find("user_unwind_stack:") {
+                let c = line[i..].split("cookie=").nth(1).unwrap();
+                let c: String = c.chars().take_while(char::is_ascii_hexdigit).collect();
+                current = Some(u64::from_str_radix(&c, 16).unwrap());
+            }
+        }
+        assert!(plugin_frames.len() >= 20, "{f}: {text}");
+        assert!(!text.contains("FAILED TO PARSE"));
+        let loaded = ustack::load(&std::fs::read(f.to_string()).unwrap()).unwrap();
+        let (samples, _) = ustack::join::join(&loaded.events);
+        for s in &samples {
+            let ours: Vec<String> = s
+                .frames
+                .iter()
+                .map(|fr| match fr {
+                    ustack::join::Frame::File { file, offset } => {
+                        format!("{}+{offset:#x}", file.path)
+                    }
+                    other => format!("{other:?}"),
+                })
+                .collect();
+            assert_eq!(
+                plugin_frames.get(&s.cookie),
+                Some(&ours),
+                "{f}: cookie {:#x}",
+                s.cookie
+            );
+        }
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
