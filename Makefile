@@ -5,7 +5,8 @@
 
 KDIR ?=
 
-.PHONY: all setup module check demo stress host-test bench bench-host clean
+.PHONY: all setup module check demo stress host-test bench bench-host ustack ustack-bench \
+	plugin-install clean
 
 all: module
 
@@ -32,6 +33,17 @@ bench:
 bench-host:
 	cd host && cargo bench --bench logic
 
+# tools/ustack: the host tool (Documentation/ustack.rst), its benchmark on a large
+# synthetic trace.dat, and its libtraceevent plugin for trace-cmd report.
+ustack:
+	cd tools/ustack && cargo build --release
+
+ustack-bench: ustack
+	tools/ustack/target/release/ustack --bench $(USTACK_BENCH_ARGS)
+
+plugin-install:
+	$(MAKE) -C tools/ustack/plugin install
+
 check:
 	@scripts/check.sh
 
@@ -48,4 +60,5 @@ stress: module
 
 clean:
 	@scripts/build-module.sh clean
-	rm -rf host/target
+	rm -rf host/target tools/ustack/target
+	rm -f tools/ustack/plugin/plugin_user_unwind.so

@@ -50,6 +50,23 @@ one bindgen bindgen.log scripts/check-bindgen.sh
 one cargo-fmt cargo-fmt.log bash -c 'cd host && cargo fmt --check'
 one clippy clippy.log bash -c 'cd host && cargo clippy --quiet --all-targets -- -D warnings'
 
+# tools/ustack: its tests (release, as the end-to-end test runs it), formatting, clippy,
+# and the licences of every crate it links.
+(cd tools/ustack && cargo build --release --quiet && cargo test --release --quiet) \
+	>"$LOGS/ustack-test.log" 2>&1
+ok=$(grep -oE '^test result: .* ([0-9]+) passed' "$LOGS/ustack-test.log" | grep -oE '[0-9]+ passed' |
+	awk '{s += $1} END {print s + 0}')
+ko=$(grep -oE '[0-9]+ failed' "$LOGS/ustack-test.log" | awk '{s += $1} END {print s + 0}')
+if ! grep -q '^test result' "$LOGS/ustack-test.log"; then
+	tail -n 30 "$LOGS/ustack-test.log"
+	ko=$((ko + 1))
+fi
+stage ustack-test "$ok" "$ko"
+one ustack-fmt ustack-fmt.log bash -c 'cd tools/ustack && cargo fmt --check'
+one ustack-clippy ustack-clippy.log \
+	bash -c 'cd tools/ustack && cargo clippy --release --quiet --all-targets -- -D warnings'
+one licenses licenses.log python3 scripts/check-licenses.py
+
 # The module: CLIPPY=1 build without warnings, kernel rustfmt, checkpatch.
 one module module.log scripts/build-module.sh
 one rustfmt rustfmt.log rustfmt --check --edition 2021 --config-path "$SRC/.rustfmt.toml" \
@@ -96,6 +113,19 @@ if [ -f user_unwind.ko ]; then
 else
 	stage e2e 0 1
 	stage kunit 0 1
+fi
+
+# ustack on fresh recordings of every trace.dat format: the reader against trace-cmd
+# report, the plugin, and the symbolized call chain against the sources.
+if [ -f user_unwind.ko ]; then
+	python3 tests/ustack_e2e.py >"$LOGS/ustack-e2e.log" 2>&1
+	grep -E '^not ok' "$LOGS/ustack-e2e.log"
+	ok=$(grep -c '^ok - ' "$LOGS/ustack-e2e.log")
+	ko=$(grep -c '^not ok - ' "$LOGS/ustack-e2e.log")
+	grep -q '^ustack-e2e: ' "$LOGS/ustack-e2e.log" || { tail -n 30 "$LOGS/ustack-e2e.log"; ko=$((ko + 1)); }
+	stage ustack-e2e "$ok" "$ko"
+else
+	stage ustack-e2e 0 1
 fi
 
 # Stress: load, churn and reloads, counted; the kernel's own ftrace selftests with and

@@ -36,18 +36,22 @@ pub fn report(p: &Profile, top: usize) -> String {
             .collect();
         let _ = writeln!(out, "\n{pct:9.2}%  {n:7}  {}", roots.join(" / "));
         let _ = writeln!(out, "            |");
-        let mut first = true;
-        for l in stack
+        // Innermost first; a run of one frame (recursion) is shown once with its count.
+        let frames: Vec<&Label> = stack
             .iter()
             .rev()
             .filter(|l| !l.synthetic || l.name.starts_with('['))
-        {
-            let lead = if first {
+            .collect();
+        let mut i = 0;
+        while i < frames.len() {
+            let l = frames[i];
+            let run = frames[i..].iter().take_while(|m| same_line(m, l)).count();
+            let lead = if i == 0 {
                 "            ---"
             } else {
                 "               "
             };
-            first = false;
+            i += run;
             let mut line = l.name.clone();
             if l.inlined {
                 line.push_str(" (inlined)");
@@ -58,6 +62,9 @@ pub fn report(p: &Profile, top: usize) -> String {
             if let (Some(f), Some(n)) = (&l.source, l.line) {
                 let _ = write!(line, "  {f}:{n}");
             }
+            if run > 1 {
+                let _ = write!(line, "  (x{run})");
+            }
             let _ = writeln!(out, "{lead}{line}");
         }
     }
@@ -65,6 +72,12 @@ pub fn report(p: &Profile, top: usize) -> String {
         let _ = writeln!(out, "\n# ... {} more stacks", p.stacks.len() - top);
     }
     out
+}
+
+/// Two frames the report shows alike (offsets may differ).
+fn same_line(a: &Label, b: &Label) -> bool {
+    (&a.name, &a.module, &a.source, a.line, a.inlined)
+        == (&b.name, &b.module, &b.source, b.line, b.inlined)
 }
 
 fn xml(s: &str) -> String {
