@@ -240,15 +240,33 @@ fn decode(l: &Layouts, id: u16, r: &Record, endian: Endian) -> Option<Kind> {
     None
 }
 
+/// What the text of a trace holds besides its events.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct TextInfo {
+    /// From a `# trace_clock:` line.
+    pub clock: Option<String>,
+    /// The sum of the `CPU:N [LOST M EVENTS]` lines.
+    pub lost: u64,
+}
+
 /// Parse the text of the `trace` file (or `trace-cmd report`-like text with the same
-/// line shape). Lines that are not events are skipped; the clock comes from a
-/// `# trace_clock:` line if there is one.
-pub fn from_text(text: &str) -> (Vec<Event>, Option<String>) {
+/// line shape). Lines that are not events are skipped.
+pub fn from_text(text: &str) -> (Vec<Event>, TextInfo) {
     let mut out: Vec<Event> = Vec::new();
-    let mut clock = None;
+    let mut info = TextInfo::default();
     for line in text.lines() {
+        if let Some(i) = line.find("[LOST ") {
+            let n: String = line[i + 6..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if line[i..].contains(" EVENTS]") {
+                info.lost += n.parse::<u64>().unwrap_or(0);
+                continue;
+            }
+        }
         if let Some(c) = line.strip_prefix("# trace_clock:") {
-            clock = selected_clock(c);
+            info.clock = selected_clock(c);
             continue;
         }
         if let Some(rest) = line.strip_prefix(" => ") {
@@ -275,7 +293,7 @@ pub fn from_text(text: &str) -> (Vec<Event>, Option<String>) {
             }
         }
     }
-    (out, clock)
+    (out, info)
 }
 
 /// "local [global] counter": the selected clock.
@@ -436,13 +454,15 @@ mod tests {
  => <00007f0000001000> : ?
             uu_chain-93      [001] .....    12.000300: user_unwind_stack: cookie=500000004 frames 64-66 of 66
  => <0000000000001139> : 0x5c1d0e9b3a7f4e21
+CPU:0 [LOST 7 EVENTS]
            <...>-94      [000] d....    12.000400: user_unwind_stack: cookie=600000004 (no frames)
 ";
 
     #[test]
     fn parses_the_trace_file() {
-        let (ev, clock) = from_text(TEXT);
-        assert_eq!(clock.as_deref(), Some("global"));
+        let (ev, info) = from_text(TEXT);
+        assert_eq!(info.clock.as_deref(), Some("global"));
+        assert_eq!(info.lost, 7);
         assert_eq!(ev.len(), 6);
         assert_eq!(
             ev[0].kind,

@@ -49,7 +49,7 @@ pub fn clock_warning(clock: Option<&str>) -> Option<String> {
 pub struct Loaded {
     pub events: Vec<Event>,
     pub clock: Option<String>,
-    /// Events the ring buffer lost (trace.dat only).
+    /// Events the ring buffer lost, as the trace says.
     pub lost: u64,
     /// Records of the module's events that did not fit their format.
     pub bad_records: usize,
@@ -83,11 +83,11 @@ pub fn load(bytes: &[u8]) -> Result<Loaded> {
         return Err(error::Error::at("truncated or damaged trace.dat header", 0));
     }
     let text = String::from_utf8_lossy(bytes);
-    let (events, clock) = events::from_text(&text);
+    let (events, info) = events::from_text(&text);
     Ok(Loaded {
         events,
-        clock,
-        lost: 0,
+        clock: info.clock,
+        lost: info.lost,
         bad_records: 0,
         damage: Vec::new(),
         kind: "text",

@@ -333,3 +333,29 @@ fn the_plugin_prints_what_the_tool_joins() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn filters_by_task_pid_and_event() {
+    let trace = fixture("text.trace");
+    let t = trace.to_str().unwrap();
+    let count = |args: &[&str]| -> u64 {
+        let mut a = vec!["--folded", "-", "--sysroot", "/nonexistent"];
+        a.extend_from_slice(args);
+        a.push(t);
+        let (out, err, ok) = ustack(&a);
+        assert!(ok, "{err}");
+        out.lines()
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum()
+    };
+    assert_eq!(count(&[]), 23);
+    assert_eq!(count(&["--comm", "uu_bench"]), 3);
+    assert_eq!(count(&["--comm", "uu_chain", "--comm", "uu_bench"]), 23);
+    // uu_chain's pid in this recording.
+    assert_eq!(count(&["--pid", "114"]), 20);
+    assert_eq!(count(&["--pid", "114", "--comm", "uu_bench"]), 0);
+    assert_eq!(count(&["--event", "sys_enter"]), 23);
+    assert_eq!(count(&["--event", "sched_switch"]), 0);
+    let (_, err, ok) = ustack(&["--pid", "x", t]);
+    assert!(!ok && err.contains("--pid wants a number"), "{err}");
+}
