@@ -53,6 +53,10 @@ echo UU-GUEST-BEGIN
 cd /root
 /bin/sh -c "$(cat /cmd)" </dev/null
 echo "UU-GUEST-EXIT=$?"
+# The whole kernel log, for the host's splat scan (tests/splat.py): the console shows only
+# errors, and a WARNING or a lockdep report is printed below that level.
+echo UU-GUEST-DMESG
+dmesg
 sync
 reboot -f
 INIT

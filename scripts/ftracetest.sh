@@ -19,9 +19,13 @@ UU_GUEST_TIMEOUT=${UU_GUEST_TIMEOUT:-5400} "$ROOT/scripts/run-guest.sh" --smp 1 
 	--add "$ROOT/tests/guest/ftracetest.sh:/bin/ftracetest.sh" \
 	--add "$SRC/tools/testing/selftests/ftrace:/ftrace" -- "/bin/ftracetest.sh $tests" >"$out" ||
 	{ tail -n 30 "$out"; die "the guest failed"; }
-python3 - "$out" "$log" <<'PY'
+ROOT=$ROOT python3 - "$out" "$log" <<'PY'
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests"))
+from splat import splats as find_splats  # noqa: E402
 
 out, log = open(sys.argv[1]).read(), open(sys.argv[2], errors="replace").read()
 KTAP = re.compile(r"^(without|with): (not ok|ok) \d+ (.*?)(?: # (\w+))?$")
@@ -42,9 +46,7 @@ diff = [f"{n}: {runs['without'].get(n)} without, {runs['with'].get(n)} with"
         if runs["without"].get(n) != runs["with"].get(n)]
 for d in diff:
     print("differs:", d)
-splat = re.compile(r"BUG:|WARNING:|Oops|KASAN|UBSAN|circular locking|recursive locking|"
-                   r"inconsistent lock|sleeping function|rcu_.*stall|blocked for more than")
-splats = [l for l in log.replace("\r", "").splitlines() if splat.search(l)]
+splats = find_splats(log)
 for l in splats[:20]:
     print("splat:", l)
 ok = runs["without"] and not diff and not splats

@@ -23,9 +23,13 @@ UU_GUEST_TIMEOUT=$((cycles * (secs + 60) + 600)) "$ROOT/scripts/run-guest.sh" --
 	"/bin/stress.sh $cycles $secs $every" >"$out" || status=$?
 cat "$out"
 rc=0
-python3 - "$out" "$log" "$cycles" <<'PY' || rc=$?
+ROOT=$ROOT python3 - "$out" "$log" "$cycles" <<'PY' || rc=$?
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests"))
+from splat import splats as find_splats  # noqa: E402
 
 out, log, cycles = open(sys.argv[1]).read(), open(sys.argv[2], errors="replace").read(), int(sys.argv[3])
 total = dict.fromkeys(("requests", "cookies", "stacks", "exited", "lost", "missing"), 0)
@@ -46,10 +50,7 @@ for line in out.splitlines():
         total["stacks"] += v["callbacks"]
         total["exited"] += v["exit_callbacks"]
         total["lost"] += v["cookies_unrecorded"]
-splat = re.compile(r"BUG:|WARNING:|Oops|KASAN|UBSAN|circular locking|"
-                   r"recursive locking|inconsistent lock|sleeping function|rcu_.*stall|"
-                   r"blocked for more than|Call Trace|unreferenced object")
-splats = [l for l in log.replace("\r", "").splitlines() if splat.search(l)]
+splats = find_splats(log)
 for l in splats[:20]:
     print("splat:", l)
 print("stress: " + " ".join(f"{k}={v}" for k, v in total.items()))

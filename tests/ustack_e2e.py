@@ -21,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from symbolize import Elf  # noqa: E402
+from splat import splats  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.environ.get("UU_CACHE", os.path.expanduser("~/.cache/user-unwind"))
@@ -81,6 +82,9 @@ def main():
         capture_output=True, text=True)
     check("the guest records every format", guest.returncode == 0 and "failed" not in guest.stdout,
           guest.stderr[-2000:] + guest.stdout[-500:])
+    with open(f"{work}/console.log", errors="replace") as f:
+        found = splats(f.read())
+    check("the console and the kernel log have no splat", not found, found[:5])
     files = {}
     for m in re.finditer(r"^=== FILE (\S+)\n(.*?)^=== END$", guest.stdout, re.S | re.M):
         files[m.group(1)] = base64.b64decode("".join(m.group(2).split()))
