@@ -36,32 +36,32 @@ if [ "$failed" -ne 0 ]; then
 fi
 SRC=$(kernel_src)
 
+# cargo_tests NAME DIR COMMAND...: a stage of cargo's tests run by COMMAND in DIR, counted
+# from cargo's "test result" lines.
+cargo_tests() {
+	local name=$1 dir=$2 log=$LOGS/$1.log ok ko
+	shift 2
+	(cd "$dir" && "$@") >"$log" 2>&1
+	ok=$(grep -oE '^test result: .* ([0-9]+) passed' "$log" | grep -oE '[0-9]+ passed' |
+		awk '{s += $1} END {print s + 0}')
+	ko=$(grep -oE '[0-9]+ failed' "$log" | awk '{s += $1} END {print s + 0}')
+	if ! grep -q '^test result' "$log"; then
+		tail -n 30 "$log"
+		ko=$((ko + 1))
+	fi
+	stage "$name" "$ok" "$ko"
+}
+
 # Host: the pure logic's unit tests, formatting and clippy.
-(cd host && cargo test --quiet) >"$LOGS/cargo-test.log" 2>&1
-ok=$(grep -oE '^test result: .* ([0-9]+) passed' "$LOGS/cargo-test.log" | grep -oE '[0-9]+ passed' |
-	awk '{s += $1} END {print s + 0}')
-ko=$(grep -oE '[0-9]+ failed' "$LOGS/cargo-test.log" | awk '{s += $1} END {print s + 0}')
-if ! grep -q '^test result' "$LOGS/cargo-test.log"; then
-	tail -n 30 "$LOGS/cargo-test.log"
-	ko=$((ko + 1))
-fi
-stage cargo-test "$ok" "$ko"
+cargo_tests cargo-test host cargo test --quiet
 one bindgen bindgen.log scripts/check-bindgen.sh
 one cargo-fmt cargo-fmt.log bash -c 'cd host && cargo fmt --check'
 one clippy clippy.log bash -c 'cd host && cargo clippy --quiet --all-targets -- -D warnings'
 
 # tools/ustack: its tests (release, as the end-to-end test runs it), formatting, clippy,
 # and the licences of every crate it links.
-(cd tools/ustack && cargo build --release --quiet && cargo test --release --quiet) \
-	>"$LOGS/ustack-test.log" 2>&1
-ok=$(grep -oE '^test result: .* ([0-9]+) passed' "$LOGS/ustack-test.log" | grep -oE '[0-9]+ passed' |
-	awk '{s += $1} END {print s + 0}')
-ko=$(grep -oE '[0-9]+ failed' "$LOGS/ustack-test.log" | awk '{s += $1} END {print s + 0}')
-if ! grep -q '^test result' "$LOGS/ustack-test.log"; then
-	tail -n 30 "$LOGS/ustack-test.log"
-	ko=$((ko + 1))
-fi
-stage ustack-test "$ok" "$ko"
+cargo_tests ustack-test tools/ustack \
+	bash -c 'cargo build --release --quiet && cargo test --release --quiet'
 one ustack-fmt ustack-fmt.log bash -c 'cd tools/ustack && cargo fmt --check'
 one ustack-clippy ustack-clippy.log \
 	bash -c 'cd tools/ustack && cargo clippy --release --quiet --all-targets -- -D warnings'

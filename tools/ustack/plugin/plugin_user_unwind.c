@@ -99,20 +99,20 @@ static int uu_file_cache(struct trace_seq *s, struct tep_record *record,
 	unsigned long long cookie, id_len;
 	const unsigned char *id;
 	const char *path;
-	int len, i;
+	int len, id_bytes, i;
 
 	if (tep_get_field_val(s, event, "cookie", record, &cookie, 1) ||
 	    tep_get_field_val(s, event, "build_id_len", record, &id_len, 1))
 		return 0;
 	path = uu_array(s, event, record, "path", &len);
-	id = uu_array(s, event, record, "build_id", (int *)&i);
+	id = uu_array(s, event, record, "build_id", &id_bytes);
 	if (!path)
 		return 0;
 	len = strnlen(path, len);
 	uu_remember(cookie, path, len);
 	trace_seq_printf(s, "cookie=%llx path=%.*s build_id=", cookie, len, path);
-	for (len = 0; id && len < i; len++)
-		trace_seq_printf(s, "%02x", id[len]);
+	for (i = 0; id && i < id_bytes; i++)
+		trace_seq_printf(s, "%02x", id[i]);
 	trace_seq_printf(s, " build_id_len=%llu", id_len);
 	return 0;
 }

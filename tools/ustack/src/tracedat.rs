@@ -282,19 +282,7 @@ impl TraceDat {
 
     /// A v7 section at `offset`: its id and its content, uncompressed.
     fn section(&self, bytes: &[u8], offset: u64) -> Result<(u16, Vec<u8>)> {
-        let start = usize::try_from(offset)
-            .ok()
-            .filter(|&o| o <= bytes.len())
-            .ok_or_else(|| {
-                Error::at(
-                    format!(
-                        "truncated: a section starts beyond the end of the file ({} bytes)",
-                        bytes.len()
-                    ),
-                    offset,
-                )
-            })?;
-        let mut c = Cursor::new(&bytes[start..], offset, self.endian);
+        let mut c = cursor_at(bytes, offset, self.endian, "a section")?;
         let id = c.u16("section id")?;
         let flags = c.u16("section flags")?;
         c.u32("section description")?;
@@ -426,19 +414,7 @@ impl TraceDat {
         if !compressed {
             return Ok(slice(bytes, off, size)?.to_vec());
         }
-        let start = usize::try_from(off)
-            .ok()
-            .filter(|&o| o <= bytes.len())
-            .ok_or_else(|| {
-                Error::at(
-                    format!(
-                        "truncated: CPU data starts beyond the end of the file ({} bytes)",
-                        bytes.len()
-                    ),
-                    off,
-                )
-            })?;
-        let mut c = Cursor::new(&bytes[start..], off, self.endian);
+        let mut c = cursor_at(bytes, off, self.endian, "CPU data")?;
         let count = c.u32("chunk count")?;
         let mut out = Vec::new();
         for i in 0..count {
@@ -504,6 +480,20 @@ impl TraceDat {
         self.formats
             .values()
             .find(|f| f.system == system && f.name == name)
+    }
+}
+
+/// A cursor from file offset `offset` to the end; `what` names what starts there.
+fn cursor_at<'a>(bytes: &'a [u8], offset: u64, endian: Endian, what: &str) -> Result<Cursor<'a>> {
+    match usize::try_from(offset).ok().and_then(|o| bytes.get(o..)) {
+        Some(rest) => Ok(Cursor::new(rest, offset, endian)),
+        None => Err(Error::at(
+            format!(
+                "truncated: {what} starts beyond the end of the file ({} bytes)",
+                bytes.len()
+            ),
+            offset,
+        )),
     }
 }
 
