@@ -340,6 +340,26 @@ def check_many(events):
           f"{unmapped[:2]}")
 
 
+def check_broken_chains(s):
+    """uu_many -e KIND: the syscall's address in uu_many, then the chain's three return
+    addresses at offsets 16, 17 and 18 of libuutest.so's first page, and nothing after them,
+    whether the chain loops back, points into the kernel or at an unmapped page."""
+    for kind in ("loop", "kernel", "unmapped"):
+        events = parse_trace(s[f"BROKEN_{kind}"])
+        got = []
+        for stack, files in resolve(events):
+            if stack["comm"] != "uu_many":
+                continue
+            paths = [f["path"] if isinstance(f, dict) else f for f in files]
+            got.append([(v, p) for (v, _), p in zip(stack["frames"], paths)])
+        lib = "/usr/lib/libuutest.so"
+        ok = len(got) == 3 and all(
+            len(g) == 4 and g[0][1] == "/usr/bin/uu_many" and
+            g[1:] == [(16, lib), (17, lib), (18, lib)] for g in got)
+        check(f"a broken frame-pointer chain ({kind}) gives the unwinder's frames, no more",
+              ok, f"{got[:2]}")
+
+
 def check_filtered(s):
     events = parse_trace(s["FILTERED"])
     cookies = [e for e in events if e["event"] == "user_unwind_cookie"]
@@ -491,6 +511,7 @@ def main():
     check_instances(s)
     check_many(parse_trace(s["MANY"]))
     check_hostile(parse_trace(s["HOSTILE"]), hostile)
+    check_broken_chains(s)
     check_filtered(s)
     anon_names = values(s["ANON_NAMES"]).get("anon_names") == "0"
     check_named(parse_trace(s["NAMED"]), Elf(os.path.join(prog, "uu_named")), anon_names)

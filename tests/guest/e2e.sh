@@ -242,6 +242,11 @@ traced MANY 'id == 110' uu_many 40 6
 
 # Hostile ELF files (tests/hostile_elf.py wrote them to /hostile), a frame in each, and a
 # return address in the kernel half at the end of the chain.
+# Broken frame-pointer chains: a loop, a frame pointer into the kernel, one at an unmapped
+# page. Each stack must be what the unwinder gives, nothing more.
+for kind in loop kernel unmapped; do
+	traced BROKEN_$kind 'id == 110' uu_many -e $kind 3 /usr/lib/libuutest.so
+done
 traced HOSTILE 'id == 110' uu_many -f 3 $(cut -d' ' -f1 /hostile/expected | sed 's|^|/hostile/|')
 
 # Mappings without a file: a named anonymous "JIT" mapping, and the vdso.
