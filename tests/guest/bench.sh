@@ -25,8 +25,7 @@ echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
 echo 65536 >$T/buffer_size_kb
 
 # The sum over CPUs of one field of per_cpu/cpuN/stats.
-rb() { cat $T/per_cpu/cpu*/stats | awk -v f="$1:" '$1 == f {s += $2} END {print s + 0}'; }
-rb_dropped() { cat $T/per_cpu/cpu*/stats | awk '/^dropped events:/ {s += $3} END {print s + 0}'; }
+. /lib/uu.sh
 uu() { awk -v f="$1:" '$1 == f {print $2}' $T/user_unwind_stats; }
 
 arm_on() {
@@ -48,7 +47,7 @@ arm_off() {
 
 run() {
 	s0=$(uu stacks) f0=$(uu frames) c0=$(uu file_cache) r0=$(uu requests)
-	u0=$(uu cookies_unrecorded) o0=$(rb overrun) d0=$(rb_dropped) b0=$(rb bytes)
+	u0=$(uu cookies_unrecorded) o0=$(rb overrun) d0=$(rb "dropped events") b0=$(rb bytes)
 	e0=$(rb entries)
 	arm_on "$1"
 	ns=$(uu_bench "$N" "$2" | awk '{print $2}')
@@ -56,7 +55,7 @@ run() {
 	# The last stacks are written on the way back to user space: read after the program.
 	echo "run round=$r arm=$1 depth=$2 ns=$ns bytes=$(($(rb bytes) - b0))" \
 		"entries=$(($(rb entries) - e0))" \
-		"overrun=$(($(rb overrun) - o0)) dropped=$(($(rb_dropped) - d0))" \
+		"overrun=$(($(rb overrun) - o0)) dropped=$(($(rb "dropped events") - d0))" \
 		"requests=$(($(uu requests) - r0)) stacks=$(($(uu stacks) - s0))" \
 		"frames=$(($(uu frames) - f0)) file_cache=$(($(uu file_cache) - c0))" \
 		"unrecorded=$(($(uu cookies_unrecorded) - u0))"

@@ -26,7 +26,7 @@ CYCLES=$1 SECS=$2 EVERY=${3:-1}
 KO=/lib/modules/user_unwind.ko
 echo 8192 >$T/buffer_size_kb
 uu() { awk -v f="$1:" '$1 == f {print $2}' $T/user_unwind_stats; }
-rb() { cat $T/per_cpu/cpu*/stats | awk -v f="$1" 'index($0, f ":") == 1 {s += $NF} END {print s + 0}'; }
+. /lib/uu.sh
 
 control() {
 	i=0
