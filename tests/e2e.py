@@ -370,6 +370,21 @@ def check_filtered(s):
           f"{len(cookies)} cookies, {len(stacks)} stacks, unrecorded +{delta}")
 
 
+def check_memory(lines):
+    """Thousands of files touched: the module's core plus what grew with the option on
+    beyond the same workload's growth with it off stays within 4 MiB, and every file was
+    seen (a file_cache each)."""
+    v = values(lines)
+    files, off, on, core, fc = (int(v.get(k, -1)) for k in (
+        "files", "off_growth_kb", "on_growth_kb", "coresize", "file_cache_events"))
+    held = core // 1024 + max(0, on - off)
+    print(f"# memory over {files} files: module core {core // 1024} KiB, growth {on} KiB with "
+          f"the option on, {off} KiB off, {fc} file_cache events")
+    check(f"{files} files: the module holds at most 4 MiB (its core and any growth)",
+          v.get("many_status") == "0" and files > 0 and core > 0 and fc >= files and
+          held <= 4096, str(v))
+
+
 def check_stats(lines):
     stats = {k.rstrip(":"): int(v) for k, v in (line.split() for line in lines if ": " in line)}
     print(f"# stats: {stats}")
@@ -559,6 +574,7 @@ def main():
           rs[:1])
 
     check_stats(s["STATS"])
+    check_memory(s["MEMORY"])
     v = values(s["KEYS"])
     check("the same open file gets another cookie under another load of the module",
           v.get("cookie1") and v.get("cookie2") and v["cookie1"] != v["cookie2"], str(v))

@@ -16,6 +16,9 @@
  * pointer looping back to the first, or pointing into the kernel's half, or at an unmapped
  * page. The unwinder stops there (kernel/unwind/user.c: a frame must lie above the last,
  * and be readable): the stack is the syscall's address and the three, nothing else.
+ *
+ * uu_many -m DIR FILES CALLS touches FILES distinct files: it creates DIR/0... (empty), and
+ * one child for each MAX_MAPS of them makes CALLS calls with a frame in every one.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -23,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_MAPS 200
@@ -79,21 +83,55 @@ static int uu_broken_chain(const char *kind, int calls, const char *path)
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int uu_stack_of(int n, char **paths, int listed, int calls, int pause);
+
+/* -m: FILES empty files in DIR, a child per MAX_MAPS of them. */
+static int uu_many_files(const char *dir, int files, int calls)
+{
+	static char names[MAX_MAPS][64];
+	char *paths[MAX_MAPS];
+	int first, i, status, failed = 0;
+
+	for (first = 0; first < files; first += MAX_MAPS) {
+		int n = files - first < MAX_MAPS ? files - first : MAX_MAPS;
+		pid_t pid;
+
+		for (i = 0; i < n; i++) {
+			int fd;
+
+			snprintf(names[i], sizeof(names[i]), "%s/%d", dir, first + i);
+			fd = open(names[i], O_CREAT | O_WRONLY, 0644);
+			if (fd < 0)
+				return 1;
+			close(fd);
+			paths[i] = names[i];
+		}
+		pid = fork();
+		if (pid < 0)
+			return 1;
+		if (!pid)
+			_exit(uu_stack_of(n, paths, 1, calls, 0));
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+			failed = 1;
+	}
+	return failed;
+}
+
+/*
+ * The chain through N mappings: of PATHS[i] each when LISTED (ending in a kernel return
+ * address), else of PATHS[0] N times; then UU_UNMAPPED frames; CALLS calls, PAUSE
+ * microseconds apart.
+ */
+static int uu_stack_of(int n, char **paths, int listed, int calls, int pause)
 {
 	/* Frames at increasing addresses above the stack pointer, as the unwinder wants. */
 	unsigned long frames[2 * (MAX_MAPS + UU_UNMAPPED + 1) + 2];
-	int listed = argc > 1 && !strcmp(argv[1], "-f");
-	int n = listed ? argc - 3 : argc > 1 ? atoi(argv[1]) : 40;
-	int calls = argc > 2 ? atoi(argv[2]) : 5, i, end;
-	const char *path = argc > 3 ? argv[3] : "/usr/lib/libuutest.so";
+	int i, end;
 
-	if (argc > 4 && !strcmp(argv[1], "-e"))
-		return uu_broken_chain(argv[2], atoi(argv[3]), argv[4]);
 	if (n < 1 || n > MAX_MAPS)
 		return 2;
 	for (i = 0; i < n; i++) {
-		int fd = open(listed ? argv[3 + i] : path, O_RDONLY);
+		int fd = open(paths[listed ? i : 0], O_RDONLY);
 		char *map;
 
 		if (fd < 0)
@@ -118,7 +156,22 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	for (i = 0; i < calls; i++) {
 		uu_fake_chain_syscall(frames);
-		usleep(20000);
+		if (pause)
+			usleep(pause);
 	}
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char *lib[] = { "/usr/lib/libuutest.so" };
+
+	if (argc > 4 && !strcmp(argv[1], "-e"))
+		return uu_broken_chain(argv[2], atoi(argv[3]), argv[4]);
+	if (argc > 4 && !strcmp(argv[1], "-m"))
+		return uu_many_files(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc > 1 && !strcmp(argv[1], "-f"))
+		return uu_stack_of(argc - 3, argv + 3, 1, argc > 2 ? atoi(argv[2]) : 5, 20000);
+	return uu_stack_of(argc > 1 ? atoi(argv[1]) : 40, argc > 3 ? argv + 3 : lib, 0,
+			   argc > 2 ? atoi(argv[2]) : 5, 20000);
 }
