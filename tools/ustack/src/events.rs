@@ -126,6 +126,16 @@ impl Layouts {
             file_cache,
         })
     }
+
+    /// Is `id` one of the module's events?
+    fn is_ours(&self, id: u16) -> bool {
+        [
+            self.cookie.as_ref().map(|c| c.0),
+            self.stack.as_ref().map(|s| s.id),
+            self.file_cache.as_ref().map(|f| f.id),
+        ]
+        .contains(&Some(id))
+    }
 }
 
 /// `files[]`, `offs[]` and `file_idx[]` to frames: offs holds `2 * nr` values in a wide
@@ -182,26 +192,23 @@ pub fn from_trace_dat(t: &mut TraceDat) -> Result<(Vec<Event>, usize)> {
             continue;
         };
         let pid = r.int(&pid_field).map(|p| p as i32).unwrap_or(-1);
-        let kind = decode(&layouts, id, &r, endian)
-            .or_else(|| names.get(&id).map(|n| Kind::Other { name: n.clone() }));
-        let is_ours = [
-            layouts.cookie.as_ref().map(|c| c.0),
-            layouts.stack.as_ref().map(|s| s.id),
-            layouts.file_cache.as_ref().map(|f| f.id),
-        ]
-        .contains(&Some(id));
-        match kind {
-            Some(kind) if !(is_ours && matches!(kind, Kind::Other { .. })) => out.push(Event {
+        let kind = if layouts.is_ours(id) {
+            // A record of ours that does not fit its format is counted.
+            let kind = decode(&layouts, id, &r, endian);
+            bad += usize::from(kind.is_none());
+            kind
+        } else {
+            // An event whose format the file does not have is skipped.
+            names.get(&id).map(|n| Kind::Other { name: n.clone() })
+        };
+        if let Some(kind) = kind {
+            out.push(Event {
                 ts: raw.ts,
                 cpu: raw.cpu,
                 pid,
                 comm: comms.get(&pid).cloned(),
                 kind,
-            }),
-            // An event whose format the file does not have is skipped; a record of ours
-            // that does not fit its format is counted.
-            _ if is_ours => bad += 1,
-            _ => {}
+            });
         }
     }
     Ok((out, bad))
@@ -266,7 +273,7 @@ pub fn from_text(text: &str) -> (Vec<Event>, TextInfo) {
             }
         }
         if let Some(c) = line.strip_prefix("# trace_clock:") {
-            info.clock = selected_clock(c);
+            info.clock = crate::selected_clock(c);
             continue;
         }
         if let Some(rest) = line.strip_prefix(" => ") {
@@ -294,16 +301,6 @@ pub fn from_text(text: &str) -> (Vec<Event>, TextInfo) {
         }
     }
     (out, info)
-}
-
-/// "local [global] counter": the selected clock.
-pub fn selected_clock(s: &str) -> Option<String> {
-    let s = s.trim();
-    match (s.find('['), s.find(']')) {
-        (Some(a), Some(b)) if a < b => Some(s[a + 1..b].to_string()),
-        _ if !s.is_empty() && !s.contains(' ') => Some(s.to_string()),
-        _ => None,
-    }
 }
 
 /// The total of a record printed without a range, until its frames are counted.

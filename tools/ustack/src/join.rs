@@ -17,7 +17,7 @@
 //! next other event) resolve it too. Nothing else is guessed: a cookie without either stays
 //! unresolved and is counted.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::events::{Event, Kind, RawFrame};
@@ -108,8 +108,8 @@ pub fn join(events: &[Event]) -> (Vec<Sample>, Stats) {
     let mut samples: Vec<Sample> = Vec::new();
     let triggers = pair_triggers(events);
     let mut pending: HashMap<(i32, u64), Pending> = HashMap::new();
-    let mut orphan_stacks: HashMap<(i32, u64), ()> = HashMap::new();
-    let mut unresolved = std::collections::HashSet::new();
+    let mut orphan_stacks = HashSet::new();
+    let mut unresolved = HashSet::new();
 
     for (i, e) in events.iter().enumerate() {
         match &e.kind {
@@ -149,7 +149,7 @@ pub fn join(events: &[Event]) -> (Vec<Sample>, Stats) {
             } => {
                 let key = (e.pid, *cookie);
                 let Some(p) = pending.get_mut(&key) else {
-                    if orphan_stacks.insert(key, ()).is_none() {
+                    if orphan_stacks.insert(key) {
                         st.stacks_without_cookie += 1;
                     }
                     continue;
@@ -180,16 +180,12 @@ pub fn join(events: &[Event]) -> (Vec<Sample>, Stats) {
         }
         finish(&mut samples, p, false);
     }
-    for s in &samples {
-        if !s.frames.is_empty() || s.complete {
-            for f in &s.frames {
-                st.frames += 1;
-                match f {
-                    Frame::Unresolved { .. } => st.unresolved_frames += 1,
-                    Frame::BadIndex { .. } => st.bad_index_frames += 1,
-                    _ => {}
-                }
-            }
+    for f in samples.iter().flat_map(|s| &s.frames) {
+        st.frames += 1;
+        match f {
+            Frame::Unresolved { .. } => st.unresolved_frames += 1,
+            Frame::BadIndex { .. } => st.bad_index_frames += 1,
+            _ => {}
         }
     }
     st.unresolved_cookies = unresolved.len();
@@ -205,7 +201,7 @@ fn pair_triggers(events: &[Event]) -> HashMap<usize, usize> {
     }
     let mut pairs = HashMap::new();
     for seq in per_cpu.values() {
-        let mut taken = std::collections::HashSet::new();
+        let mut taken = HashSet::new();
         for (k, &i) in seq.iter().enumerate() {
             if !matches!(events[i].kind, Kind::Cookie { .. }) {
                 continue;
@@ -303,7 +299,7 @@ impl FileTimeline {
         events: &[Event],
         at: usize,
         f: RawFrame,
-        unresolved: &mut std::collections::HashSet<u64>,
+        unresolved: &mut HashSet<u64>,
     ) -> Frame {
         let Some(cookie) = f.file else {
             return Frame::BadIndex { value: f.value };

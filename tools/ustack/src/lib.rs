@@ -29,6 +29,17 @@ use events::Event;
 /// `local` (the default) and `perf` are per-CPU, `x86-tsc` the raw TSC, `uptime` jiffies.
 pub const COHERENT_CLOCKS: [&str; 6] = ["global", "counter", "mono", "mono_raw", "boot", "tai"];
 
+/// The clock a `trace_clock` file's text selects: the one in brackets of
+/// "local [global] counter ...", or a lone name.
+pub fn selected_clock(s: &str) -> Option<String> {
+    let s = s.trim();
+    match (s.find('['), s.find(']')) {
+        (Some(a), Some(b)) if a < b => Some(s[a + 1..b].to_string()),
+        _ if !s.is_empty() && !s.contains(' ') => Some(s.to_string()),
+        _ => None,
+    }
+}
+
 /// A warning when `clock` does not order events across CPUs.
 pub fn clock_warning(clock: Option<&str>) -> Option<String> {
     match clock {

@@ -53,6 +53,21 @@ struct Args {
     bench: Option<Vec<usize>>,
 }
 
+/// An option's value, as given (a path).
+fn os_value(p: &mut lexopt::Parser) -> std::result::Result<std::ffi::OsString, String> {
+    p.value().map_err(|e| e.to_string())
+}
+
+/// An option's value, as text.
+fn value(p: &mut lexopt::Parser) -> std::result::Result<String, String> {
+    utf8(os_value(p)?)
+}
+
+fn utf8(v: std::ffi::OsString) -> std::result::Result<String, String> {
+    v.into_string()
+        .map_err(|_| "non-UTF-8 argument".to_string())
+}
+
 fn parse_args() -> std::result::Result<Args, String> {
     use lexopt::prelude::*;
     let mut a = Args {
@@ -60,60 +75,38 @@ fn parse_args() -> std::result::Result<Args, String> {
         ..Args::default()
     };
     let mut p = lexopt::Parser::from_env();
-    let text = |v: std::ffi::OsString| {
-        v.into_string()
-            .map_err(|_| "non-UTF-8 argument".to_string())
-    };
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
             Long(o @ ("report" | "folded" | "svg" | "speedscope" | "pprof")) => {
                 let o = o.to_string();
-                a.outputs
-                    .push((o, text(p.value().map_err(|e| e.to_string())?)?));
+                a.outputs.push((o, value(&mut p)?));
             }
-            Long("top") => {
-                a.top = text(p.value().map_err(|e| e.to_string())?)?
-                    .parse()
-                    .map_err(|_| "--top wants a number")?
-            }
+            Long("top") => a.top = value(&mut p)?.parse().map_err(|_| "--top wants a number")?,
             Long("task") => a.task = true,
             Long("lines") => a.lines = true,
             Short('q') | Long("quiet") => a.quiet = true,
-            Long("sysroot") => a.opts.sysroot = Some(p.value().map_err(|e| e.to_string())?.into()),
+            Long("sysroot") => a.opts.sysroot = Some(os_value(&mut p)?.into()),
             Long("map") => {
-                let v = text(p.value().map_err(|e| e.to_string())?)?;
+                let v = value(&mut p)?;
                 let (pre, dir) = v.split_once('=').ok_or("--map wants PREFIX=DIR")?;
                 a.opts.maps.push((pre.to_string(), dir.into()));
             }
-            Long("debug-dir") => a
-                .opts
-                .debug_dirs
-                .push(p.value().map_err(|e| e.to_string())?.into()),
-            Long("perf-map") => a
-                .opts
-                .perf_maps
-                .push(p.value().map_err(|e| e.to_string())?.into()),
+            Long("debug-dir") => a.opts.debug_dirs.push(os_value(&mut p)?.into()),
+            Long("perf-map") => a.opts.perf_maps.push(os_value(&mut p)?.into()),
             Long("no-inline") => a.opts.no_inline = true,
-            Long("pid") => a.filter.pids.push(
-                text(p.value().map_err(|e| e.to_string())?)?
-                    .parse()
-                    .map_err(|_| "--pid wants a number")?,
-            ),
-            Long("comm") => a
+            Long("pid") => a
                 .filter
-                .comms
-                .push(text(p.value().map_err(|e| e.to_string())?)?),
-            Long("event") => a
-                .filter
-                .events
-                .push(text(p.value().map_err(|e| e.to_string())?)?),
+                .pids
+                .push(value(&mut p)?.parse().map_err(|_| "--pid wants a number")?),
+            Long("comm") => a.filter.comms.push(value(&mut p)?),
+            Long("event") => a.filter.events.push(value(&mut p)?),
             Long("bench") => a.bench = Some(Vec::new()),
             Short('h') | Long("help") => {
                 print!("{USAGE}");
                 std::process::exit(0);
             }
             Value(v) if a.bench.is_some() => {
-                let n = text(v)?.parse().map_err(|_| "--bench wants numbers")?;
+                let n = utf8(v)?.parse().map_err(|_| "--bench wants numbers")?;
                 if let Some(b) = a.bench.as_mut() {
                     b.push(n);
                 }

@@ -67,23 +67,20 @@ pub fn is_trace_dat(bytes: &[u8]) -> bool {
     bytes.starts_with(MAGIC)
 }
 
-struct Decompressor;
-
-impl Decompressor {
-    fn zstd(data: &[u8], size: usize, at: u64) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(size);
-        let mut dec = ruzstd::decoding::StreamingDecoder::new(data)
-            .map_err(|e| Error::at(format!("zstd: {e}"), at))?;
-        dec.read_to_end(&mut out)
-            .map_err(|e| Error::at(format!("zstd: {e}"), at))?;
-        if out.len() != size {
-            return Err(Error::at(
-                format!("zstd: {} bytes, the header said {size}", out.len()),
-                at,
-            ));
-        }
-        Ok(out)
+/// `size` bytes from zstd data at file offset `at`.
+fn unzstd(data: &[u8], size: usize, at: u64) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(size);
+    let mut dec = ruzstd::decoding::StreamingDecoder::new(data)
+        .map_err(|e| Error::at(format!("zstd: {e}"), at))?;
+    dec.read_to_end(&mut out)
+        .map_err(|e| Error::at(format!("zstd: {e}"), at))?;
+    if out.len() != size {
+        return Err(Error::at(
+            format!("zstd: {} bytes, the header said {size}", out.len()),
+            at,
+        ));
     }
+    Ok(out)
 }
 
 impl TraceDat {
@@ -261,13 +258,7 @@ impl TraceDat {
     }
 
     fn set_clock(&mut self, data: &[u8]) {
-        let text = String::from_utf8_lossy(cstr(data));
-        // "local [global] counter ...": the selected one is in brackets.
-        let clock = match (text.find('['), text.find(']')) {
-            (Some(a), Some(b)) if a < b => text[a + 1..b].to_string(),
-            _ => text.trim().to_string(),
-        };
-        if !clock.is_empty() {
+        if let Some(clock) = crate::selected_clock(&String::from_utf8_lossy(cstr(data))) {
             self.clock = Some(clock);
         }
     }
@@ -301,7 +292,7 @@ impl TraceDat {
 
     fn decompress(&self, z: &[u8], size: usize, at: u64) -> Result<Vec<u8>> {
         match self.compression.as_deref() {
-            Some("zstd") => Decompressor::zstd(z, size, at),
+            Some("zstd") => unzstd(z, size, at),
             Some(other) => Err(Error::at(
                 format!("compression {other} is not supported"),
                 at,

@@ -126,6 +126,14 @@ fn pb_fields(mut b: &[u8]) -> Vec<(u64, Result<u64, Vec<u8>>)> {
     out
 }
 
+/// The varint field `k` of a decoded message, if present.
+fn pb_uint(fields: &[(u64, Result<u64, Vec<u8>>)], k: u64) -> Option<u64> {
+    fields
+        .iter()
+        .find(|(n, _)| *n == k)
+        .map(|(_, v)| *v.as_ref().unwrap())
+}
+
 #[test]
 fn the_outputs_hold_the_stacks() {
     let d = tmpdir("outputs");
@@ -197,12 +205,8 @@ fn the_outputs_hold_the_stacks() {
         .filter(|(n, _)| *n == 3)
         .map(|(_, v)| {
             let m = pb_fields(&v.clone().unwrap_err());
-            let get = |k| {
-                m.iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| *v.as_ref().unwrap())
-                    .unwrap_or(0)
-            };
+            // Proto3 leaves a zero varint out.
+            let get = |k| pb_uint(&m, k).unwrap_or(0);
             (
                 get(1),
                 (
@@ -239,11 +243,7 @@ fn the_outputs_hold_the_stacks() {
         .filter(|(n, _)| *n == 4)
         .filter_map(|(_, v)| {
             let l = pb_fields(&v.clone().unwrap_err());
-            let get = |k| {
-                l.iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| *v.as_ref().unwrap())
-            };
+            let get = |k| pb_uint(&l, k);
             let m = get(2)?;
             (mappings[&m].0 == "/usr/bin/uu_chain").then(|| get(3).unwrap())
         })
