@@ -84,16 +84,24 @@ for f in src/*.c src/*.h src/wrapper/*.c src/wrapper/*.h include/*.h tools/ustac
 done
 stage checkpatch "$ok" "$ko"
 
-# e2e NAME KERNEL: the end-to-end suite in a guest booting KERNEL (test or debian).
-e2e() {
-	local log=$LOGS/$1.log ok ko
-	tests/e2e.py --kernel "$2" >"$log" 2>&1
+# suite NAME SUMMARY COMMAND...: a stage of a suite that prints "ok - " and "not ok - "
+# lines and ends with a "SUMMARY: " line (without it, the suite did not finish: a failure).
+# Its failures and its "# skipped" lines are shown.
+suite() {
+	local name=$1 summary=$2 log=$LOGS/$1.log ok ko
+	shift 2
+	"$@" >"$log" 2>&1
 	grep -E '^not ok' "$log"
 	ok=$(grep -c '^ok - ' "$log")
 	ko=$(grep -c '^not ok - ' "$log")
-	grep -q '^e2e: ' "$log" || { tail -n 30 "$log"; ko=$((ko + 1)); }
+	grep -q "^$summary: " "$log" || { tail -n 30 "$log"; ko=$((ko + 1)); }
 	grep -E '^# skipped' "$log"
-	stage "$1" "$ok" "$ko"
+	stage "$name" "$ok" "$ko"
+}
+
+# e2e NAME KERNEL: the end-to-end suite in a guest booting KERNEL (test or debian).
+e2e() {
+	suite "$1" e2e tests/e2e.py --kernel "$2"
 }
 
 # The guest: end-to-end tests, and the KUnit suite that ran at insmod.
@@ -118,12 +126,7 @@ fi
 # ustack on fresh recordings of every trace.dat format: the reader against trace-cmd
 # report, the plugin, and the symbolized call chain against the sources.
 if [ -f user_unwind.ko ]; then
-	python3 tests/ustack_e2e.py >"$LOGS/ustack-e2e.log" 2>&1
-	grep -E '^not ok' "$LOGS/ustack-e2e.log"
-	ok=$(grep -c '^ok - ' "$LOGS/ustack-e2e.log")
-	ko=$(grep -c '^not ok - ' "$LOGS/ustack-e2e.log")
-	grep -q '^ustack-e2e: ' "$LOGS/ustack-e2e.log" || { tail -n 30 "$LOGS/ustack-e2e.log"; ko=$((ko + 1)); }
-	stage ustack-e2e "$ok" "$ko"
+	suite ustack-e2e ustack-e2e python3 tests/ustack_e2e.py
 else
 	stage ustack-e2e 0 1
 fi
