@@ -294,8 +294,10 @@ echo 1 >$T/events/sched/sched_switch/enable
 echo 1 >$T/events/sched/sched_wakeup/enable
 echo 1 >$OPT
 echo 1 >$T/tracing_on
-uu_chain 200 >/dev/null &
-uu_chain 200 >/dev/null
+# Each call sleeps 1 ms: every one of the 2 x 200 sleeps is a sched_switch from a user
+# task, so the record holds at least 400 cookies and their stacks, whatever else ran.
+uu_chain 200 1000 >/dev/null &
+uu_chain 200 1000 >/dev/null
 wait
 sleep 1
 echo 0 >$T/tracing_on
