@@ -40,6 +40,7 @@ copy_with_libs "$CACHE/prog/uu_named" /usr/bin/uu_named
 copy_with_libs "$CACHE/prog/uu_many" /usr/bin/uu_many
 install -m 0644 "$KO" "$OUT/lib/modules/user_unwind.ko"
 install -m 0644 "$ROOT/tests/guest/lib.sh" "$OUT/lib/uu.sh"
+install -m 0755 "$ROOT/tests/guest/memory.sh" "$OUT/usr/bin/memory.sh"
 
 cat >"$OUT/init" <<'INIT'
 #!/bin/busybox sh

@@ -3,7 +3,8 @@
 # Boot the test kernel, or Debian's stock kernel, under QEMU and run one command in it.
 #
 #   scripts/run-guest.sh [--kernel test|prod|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N]
-#                        [--log FILE] [--append KERNEL_ARGS] -- COMMAND...
+#                        [--log FILE] [--append KERNEL_ARGS] [--monitor SOCKET] [--icount]
+#                        -- COMMAND...
 #
 # --kernel debian boots Debian's own vmlinuz ($DEBIAN_KERNEL, scripts/stock-kernel.sh) with
 # the module built for it (make module KDIR=debian); --kernel prod the production-config
@@ -12,6 +13,10 @@
 # module at /lib/modules/user_unwind.ko (not inserted). COMMAND runs with /bin/sh -c; its
 # output is printed and its exit status is this script's. The whole serial console goes to
 # the --log file. A guest that hangs is killed after $UU_GUEST_TIMEOUT seconds (default 900).
+# --monitor puts QEMU's human monitor on the unix socket SOCKET (the stress run injects NMIs
+# through it, with its "nmi" command). --icount runs the guest with QEMU's instruction
+# counter as its clock (-icount shift=0: one nanosecond an instruction), so that the guest's
+# times count instructions, not the host's emulation speed.
 #
 # TCG runs the vCPUs on one host thread ($UU_GUEST_TCG_THREAD, default single; multi runs one
 # thread per vCPU): with multi-threaded TCG a vCPU can execute a stale int3 after the kernel's
@@ -22,8 +27,8 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-usage() { die "usage: run-guest.sh [--kernel test|prod|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N] [--log FILE] [--append KERNEL_ARGS] -- COMMAND..."; }
-adds=() smp=2 log= kernel=test append=
+usage() { die "usage: run-guest.sh [--kernel test|prod|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N] [--log FILE] [--append KERNEL_ARGS] [--monitor SOCKET] [--icount] -- COMMAND..."; }
+adds=() smp=2 log= kernel=test append= extra=()
 while (($#)); do
 	case $1 in
 	--kernel) [ $# -ge 2 ] || usage; kernel=$2; shift 2 ;;
@@ -31,6 +36,8 @@ while (($#)); do
 	--smp) [ $# -ge 2 ] || usage; smp=$2; shift 2 ;;
 	--log) [ $# -ge 2 ] || usage; log=$2; shift 2 ;;
 	--append) [ $# -ge 2 ] || usage; append=" $2"; shift 2 ;;
+	--monitor) [ $# -ge 2 ] || usage; extra+=(-monitor "unix:$2,server,nowait"); shift 2 ;;
+	--icount) extra+=(-icount shift=0); shift ;;
 	--) shift; break ;;
 	*) usage ;;
 	esac
@@ -81,7 +88,7 @@ printf '%s\n' "$*" >"$work/root/cmd"
 [ -n "$log" ] || log=$work/console.log
 status=0
 timeout "${UU_GUEST_TIMEOUT:-900}" qemu-system-x86_64 -m 2G -smp "$smp" -nographic -no-reboot \
-	-accel tcg,thread="${UU_GUEST_TCG_THREAD:-single}" \
+	-accel tcg,thread="${UU_GUEST_TCG_THREAD:-single}" "${extra[@]}" \
 	-kernel "$BZIMAGE" -initrd "$work/initramfs.cpio.gz" \
 	-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=4$append" \
 	</dev/null >"$log" 2>&1 || status=$?

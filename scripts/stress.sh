@@ -9,19 +9,26 @@
 # buffer took plus events the ring buffer lost in the checked windows; missing: cookies of
 # the checked windows without their stack, plus file cookies of their stacks without a
 # file_cache. Fails when missing is not 0 or the guest's console has a splat.
+# All the while, NMIs are injected through QEMU's monitor (tests/nmi.py): the cookies the
+# checked windows hold from NMI context are counted, and there must be some.
 # Usage: scripts/stress.sh [CYCLES [SECONDS [CPUS [CHECK_EVERY]]]] (default 50 cycles of
 # 5 s on 2 CPUs, the clean window checked in the first cycle and every fifth)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 cycles=${1:-50} secs=${2:-5} cpus=${3:-2} every=${4:-5}
-log=$(mktemp) out=$(mktemp)
-trap 'rm -f "$log" "$out"' EXIT
+log=$(mktemp) out=$(mktemp) mon=$(mktemp -d)
+trap 'rm -rf "$log" "$out" "$mon"' EXIT
 status=0
+python3 "$ROOT/tests/nmi.py" "$mon/monitor" "$log" >"$mon/nmi" 2>&1 &
+nmi=$!
 UU_GUEST_TIMEOUT=$((cycles * (secs + 60) + 600)) "$ROOT/scripts/run-guest.sh" --smp "$cpus" \
-	--append kmemleak=on --log "$log" --add "$ROOT/tests/guest/stress.sh:/bin/stress.sh" -- \
+	--append kmemleak=on --log "$log" --monitor "$mon/monitor" \
+	--add "$ROOT/tests/guest/stress.sh:/bin/stress.sh" -- \
 	"/bin/stress.sh $cycles $secs $every" >"$out" || status=$?
-cat "$out"
+nmi_status=0
+wait "$nmi" || nmi_status=$?
+cat "$out" "$mon/nmi"
 rc=0
 ROOT=$ROOT python3 - "$out" "$log" "$cycles" <<'PY' || rc=$?
 import os
@@ -34,13 +41,19 @@ from splat import splats as find_splats  # noqa: E402
 out, log, cycles = open(sys.argv[1]).read(), open(sys.argv[2], errors="replace").read(), int(sys.argv[3])
 total = dict.fromkeys(("requests", "cookies", "stacks", "exited", "lost", "missing"), 0)
 done = windows = 0
+leaks = None
+context = dict.fromkeys(("nmi", "hardirq"), 0)
 for line in out.splitlines():
     f = line.split()
     if f[:1] == ["cycle"] and "=" in line:
         v = dict(x.split("=") for x in f[2:])
         total["missing"] += int(v["missing"]) + int(v["unexplained_files"])
         total["lost"] += int(v["lost"])
+        for k in context:
+            context[k] += int(v[k])
         windows += 1
+    elif f[:1] == ["leaks"]:
+        leaks = f[1:2]
     elif f[:1] == ["stats"]:
         done += 1
         v = dict(zip(f[2::2], f[3::2]))
@@ -54,9 +67,13 @@ splats = find_splats(log)
 for l in splats[:20]:
     print("splat:", l)
 print("stress: " + " ".join(f"{k}={v}" for k, v in total.items()))
-ok = done == cycles and windows and total["missing"] == 0 and not splats and total["stacks"] > 0
-print(f"stress: {done} of {cycles} cycles ran, {windows} windows checked")
+ok = (done == cycles and windows and total["missing"] == 0 and not splats
+      and total["stacks"] > 0 and context["nmi"] > 0 and leaks == ["0"])
+print(f"stress: kmemleak after the last unload: {' '.join(leaks or ['no report'])} leaks")
+print(f"stress: {done} of {cycles} cycles ran, {windows} windows checked, their cookies "
+      f"from NMI context {context['nmi']}, from hardirq context {context['hardirq']}")
 sys.exit(0 if ok else 1)
 PY
 [ "$status" -eq 0 ] || die "the guest failed (status $status)"
+[ "$nmi_status" -eq 0 ] || die "no NMI was injected (tests/nmi.py, status $nmi_status)"
 exit "$rc"

@@ -5,18 +5,8 @@
 T=/sys/kernel/tracing
 OPT=$T/options/userstacktrace_delay
 
+. /lib/uu.sh
 section() { echo "=== $1"; }
-result() { echo "$1 $2"; }	# NAME VALUE
-
-# sys_enter_on FILTER, sys_enter_off: the top instance's raw_syscalls:sys_enter, filtered.
-sys_enter_on() {
-	echo "$1" >$T/events/raw_syscalls/sys_enter/filter
-	echo 1 >$T/events/raw_syscalls/sys_enter/enable
-}
-sys_enter_off() {
-	echo 0 >$T/events/raw_syscalls/sys_enter/enable
-	echo 0 >$T/events/raw_syscalls/sys_enter/filter
-}
 
 # traced SECTION FILTER COMMAND...: run COMMAND with user stacks on for the system calls
 # FILTER selects, then print section SECTION with the command's status and the trace.
@@ -337,42 +327,10 @@ trace-cmd report -i /tmp/uu.dat 2>&1
 section STATS
 cat $T/user_unwind_stats
 
-# Memory under many files: uu_many -m maps $files empty files, 200 to a child, a frame in
-# every mapping: once to warm the kernel's caches, once with the option off (the workload's
-# own cost), once on. What the module holds beyond its core (where the first-sight cache is
-# a static table) is what grew with the option on beyond that cost. 4000 files, about a
-# minute here; 20000, measured once by hand (Documentation/user_unwind.rst, Testing), take
-# five.
+# Memory under many files (tests/guest/memory.sh): 4000 files, about a minute here;
+# make stress runs 20000.
 section MEMORY
-files=4000
-result files $files
-mkdir -p /tmp/mem
-# Slab, vmalloc and per-CPU memory in kB, after dropping the reclaimable caches.
-mem_kb() {
-	sync
-	echo 2 >/proc/sys/vm/drop_caches
-	awk '/^(Slab|VmallocUsed|Percpu):/ {s += $2} END {print s}' /proc/meminfo
-}
-file_caches() { awk '$1 == "file_cache:" {print $2}' $T/user_unwind_stats; }
-sys_enter_on 'id == 110'
-echo 1 >$T/tracing_on
-uu_many -m /tmp/mem $files 13 >/dev/null
-m0=$(mem_kb)
-uu_many -m /tmp/mem $files 13 >/dev/null
-m1=$(mem_kb)
-fc0=$(file_caches)
-echo 1 >$OPT
-m2=$(mem_kb)
-uu_many -m /tmp/mem $files 13 >/dev/null
-result many_status $?
-m3=$(mem_kb)
-echo 0 >$OPT
-sys_enter_off
-result off_growth_kb $((m1 - m0))
-result on_growth_kb $((m3 - m2))
-result coresize $(cat /sys/module/user_unwind/coresize)
-result file_cache_events $(($(file_caches) - fc0))
-rm -rf /tmp/mem
+memory.sh 4000
 echo >$T/trace
 
 # The cookie of one open file (a running uu_chain's executable) under two loads of the

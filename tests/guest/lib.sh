@@ -5,3 +5,30 @@ T=/sys/kernel/tracing
 # rb KEY: KEY ("bytes", "overrun", "dropped events") summed over every CPU's ring-buffer
 # stats (per_cpu/cpuN/stats, "KEY: N" lines).
 rb() { cat $T/per_cpu/cpu*/stats | awk -v f="$1" 'index($0, f ":") == 1 {s += $NF} END {print s + 0}'; }
+
+result() { echo "$1 $2"; }	# NAME VALUE
+
+# sys_enter_on FILTER, sys_enter_off: the top instance's raw_syscalls:sys_enter, filtered.
+sys_enter_on() {
+	echo "$1" >$T/events/raw_syscalls/sys_enter/filter
+	echo 1 >$T/events/raw_syscalls/sys_enter/enable
+}
+sys_enter_off() {
+	echo 0 >$T/events/raw_syscalls/sys_enter/enable
+	echo 0 >$T/events/raw_syscalls/sys_enter/filter
+}
+
+# leaks: the objects kmemleak reports unreferenced over two scans (5 s old at least), as
+# "leaks N" (N is "unavailable" without kmemleak), then the start of its report.
+leaks() {
+	mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+	if [ ! -e /sys/kernel/debug/kmemleak ]; then
+		result leaks unavailable
+		return
+	fi
+	echo scan >/sys/kernel/debug/kmemleak
+	sleep 6
+	echo scan >/sys/kernel/debug/kmemleak
+	result leaks "$(grep -c 'unreferenced object' /sys/kernel/debug/kmemleak)"
+	head -n 60 /sys/kernel/debug/kmemleak
+}

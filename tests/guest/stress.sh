@@ -3,8 +3,10 @@
 # Guest half of scripts/stress.sh. Usage: stress.sh CYCLES SECONDS [CHECK_EVERY]
 #
 # Each cycle loads the module, switches userstacktrace_delay on with every system call
-# (raw_syscalls:sys_enter, unfiltered: every task) and a hardirq-context event
-# (timer:hrtimer_expire_entry, which interrupts user tasks) enabled, and runs for SECONDS:
+# (raw_syscalls:sys_enter, unfiltered: every task), a hardirq-context event
+# (timer:hrtimer_expire_entry, which interrupts user tasks) and an NMI-context one
+# (nmi:nmi_handler, for the NMIs the host injects, scripts/stress.sh) enabled, and runs for
+# SECONDS:
 #   - threads of work on every CPU: uu_bench at depths 40, 100 and 300 (one record holds 64
 #     frames), getting SIGUSR1 on their way back to user space all the while;
 #   - fork/exec/exit churn (uu_chain started over and over, exiting with its last unwind
@@ -16,14 +18,18 @@
 # second, requests stop, the workers are killed (exiting with unwinds pending) and the
 # stacks drain. The window's trace is checked here, with awk: every cookie event has its
 # stack (the cookies before the window's end marker), and every file cookie of every stack
-# has a file_cache in the window. Printing the window's trace is the slow part on the debug
+# has a file_cache in the window; the window's cookies from NMI and hardirq context are
+# counted (the context column of the trace, z or Z, and h or H). Printing the window's trace is the slow part on the debug
 # kernel, so only the first cycle and every CHECK_EVERY-th (default 1: all) have a window. Then the
 # module is unloaded, while the workers of the next cycle are not yet running.
-# Prints one "cycle" line per cycle and the module's counters.
+# Prints one "cycle" line per cycle and the module's counters, all at the end, after
+# "uu-stress-nmi-stop" has told the host to stop injecting NMIs (whose console messages
+# would cut into them).
 T=/sys/kernel/tracing
 OPT=$T/options/userstacktrace_delay
 CYCLES=$1 SECS=$2 EVERY=${3:-1}
 KO=/lib/modules/user_unwind.ko
+EVENTS='raw_syscalls:sys_enter timer:hrtimer_expire_entry nmi:nmi_handler'
 echo 8192 >$T/buffer_size_kb
 uu() { awk -v f="$1:" '$1 == f {print $2}' $T/user_unwind_stats; }
 . /lib/uu.sh
@@ -39,7 +45,7 @@ control() {
 		3) mkdir $T/instances/stress 2>/dev/null &&
 		   echo 1 >$T/instances/stress/events/user_unwind/user_unwind_cookie/enable &&
 		   sleep 0.1; rmdir $T/instances/stress 2>/dev/null ;;
-		4) echo 'raw_syscalls:sys_enter timer:hrtimer_expire_entry user_unwind:*' >$T/set_event ;;
+		4) echo "$EVENTS user_unwind:*" >$T/set_event ;;
 		5) echo 0 >$OPT; echo 1 >$OPT ;;
 		esac
 		sleep 0.05
@@ -82,6 +88,12 @@ window() {
 	/uu-stress-window-end/ { ended = 1; next }
 	/user_unwind_cookie: cookie=/ {
 		if (!ended) { split($0, a, "cookie="); cookies[a[2]] = 1; line[a[2]] = $0 }
+		# The context column: irqs-off, need-resched, then h/H hardirq, z/Z NMI.
+		if (!ended && match($0, /\] [^ ][^ ][^ ][^ ][^ ] /)) {
+			ctx = substr($0, RSTART + 4, 1)
+			if (ctx ~ /[zZ]/) nmi++
+			else if (ctx ~ /[hH]/) hardirq++
+		}
 		next
 	}
 	/user_unwind_stack: cookie=/ {
@@ -95,9 +107,9 @@ window() {
 			if (!(k in stacks)) { missing++; print "missing:", line[k] }
 		}
 		for (k in used) if (!(k in files)) unexplained++
-		printf "cycle %d cookies=%d stacks=%d missing=%d unexplained_files=%d lost=%d\n",
-			c, n, nstacks, missing, unexplained, lost
-	}' $T/trace
+		printf "cycle %d cookies=%d stacks=%d missing=%d unexplained_files=%d lost=%d" \
+			" nmi=%d hardirq=%d\n", c, n, nstacks, missing, unexplained, lost, nmi, hardirq
+	}' $T/trace >>/tmp/summary
 }
 
 # Load that outlives every cycle: the module is unloaded and loaded under it.
@@ -108,7 +120,7 @@ background=$!
 for c in $(seq "$CYCLES"); do
 	insmod $KO || { echo "cycle $c insmod failed"; exit 1; }
 	rm -f /tmp/stop
-	echo 'raw_syscalls:sys_enter timer:hrtimer_expire_entry' >$T/set_event
+	echo "$EVENTS" >$T/set_event
 	echo 1 >$OPT
 	echo 1 >$T/tracing_on
 	workers
@@ -122,7 +134,7 @@ for c in $(seq "$CYCLES"); do
 		kill $benches
 		wait $benches $loops
 	fi
-	echo "stats $c $(tr '\n' ' ' <$T/user_unwind_stats)"
+	echo "stats $c $(tr '\n' ' ' <$T/user_unwind_stats)" >>/tmp/summary
 	# Unloaded with requests being made and stacks pending.
 	echo 1 >$T/tracing_on
 	echo 1 >$OPT
@@ -132,14 +144,9 @@ done
 touch /tmp/end
 kill $background
 wait
+echo uu-stress-nmi-stop
+# NMI-context messages reach the console late, from irq_work.
+sleep 2
+cat /tmp/summary
 
-# Leaks: kmemleak reports an object unreferenced for two scans, 5 s old at least.
-if mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null || [ -e /sys/kernel/debug/kmemleak ]; then
-	if [ -e /sys/kernel/debug/kmemleak ]; then
-		echo scan >/sys/kernel/debug/kmemleak
-		sleep 6
-		echo scan >/sys/kernel/debug/kmemleak
-		echo "leak scan: $(grep -c 'unreferenced object' /sys/kernel/debug/kmemleak) leaks"
-		head -n 60 /sys/kernel/debug/kmemleak
-	fi
-fi
+leaks
