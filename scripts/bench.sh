@@ -6,8 +6,12 @@
 # one line per depth with the medians of the per-round ratios and their spread, the ring
 # buffer's bytes per frame from its own counters, then the __fput probe's idle cost.
 # The guest runs under TCG: absolute times are emulated, ratios measured in one run are what
-# to read. Documentation/user_unwind/performance.rst has the table and what it means.
-# Usage: scripts/bench.sh [ITERATIONS [ROUNDS [DEPTH...]]]
+# to read. Then the same again, fewer rounds, with QEMU's instruction counter as the guest's
+# clock (run-guest.sh --icount): "ns" there count instructions, and the ratios are those of
+# instructions executed, free of the host's noise and of TCG's uneven emulation costs (and
+# blind to cache misses and stalls). Documentation/performance.rst has the tables and what
+# they mean.
+# Usage: scripts/bench.sh [ITERATIONS [ROUNDS [DEPTH...]]] (ROUNDS/3 rounds, at least 2, counted)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -18,6 +22,14 @@ depths=${*:-8 32 128}
 KDIR=prod "$ROOT/scripts/build-module.sh"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$ROOT/scripts/run-guest.sh" --kernel prod --smp 1 \
-	--add "$ROOT/tests/guest/bench.sh:/bin/bench.sh" -- "/bin/bench.sh $n $rounds $depths" >"$out"
+guest() {
+	"$ROOT/scripts/run-guest.sh" --kernel prod --smp 1 "$@" \
+		--add "$ROOT/tests/guest/bench.sh:/bin/bench.sh" -- "/bin/bench.sh $n $rounds $depths" >"$out"
+}
+guest
+echo "time (TCG, emulated ns):"
+python3 "$ROOT/tests/bench_report.py" "$n" "$rounds" <"$out"
+rounds=$((rounds / 3 > 2 ? rounds / 3 : 2))
+guest --icount
+echo "instructions (QEMU -icount, ns = instructions):"
 python3 "$ROOT/tests/bench_report.py" "$n" "$rounds" <"$out"
