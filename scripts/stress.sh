@@ -8,7 +8,8 @@
 # took; stacks: callbacks run; exited: of which in an exiting task; lost: cookie events no
 # buffer took plus events the ring buffer lost in the checked windows; missing: cookies of
 # the checked windows without their stack, plus file cookies of their stacks without a
-# file_cache. Fails when missing is not 0 or the guest's console has a splat.
+# file_cache. Fails when missing is not 0, the guest's console has a splat or kmemleak
+# finds a leak after the last unload.
 # All the while, NMIs are injected through QEMU's monitor (tests/nmi.py): the cookies the
 # checked windows hold from NMI context are counted, and there must be some.
 # Usage: scripts/stress.sh [CYCLES [SECONDS [CPUS [CHECK_EVERY]]]] (default 50 cycles of

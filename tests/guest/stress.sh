@@ -19,9 +19,10 @@
 # stacks drain. The window's trace is checked here, with awk: every cookie event has its
 # stack (the cookies before the window's end marker), and every file cookie of every stack
 # has a file_cache in the window; the window's cookies from NMI and hardirq context are
-# counted (the context column of the trace, z or Z, and h or H). Printing the window's trace is the slow part on the debug
-# kernel, so only the first cycle and every CHECK_EVERY-th (default 1: all) have a window. Then the
-# module is unloaded, while the workers of the next cycle are not yet running.
+# counted (the context column of the trace, z or Z, and h or H). Printing the window's
+# trace is the slow part on the debug kernel, so only the first cycle and every
+# CHECK_EVERY-th (default 1: all) have a window. Then the module is unloaded, while the
+# workers of the next cycle are not yet running. After the last cycle kmemleak scans.
 # Prints one "cycle" line per cycle and the module's counters, all at the end, after
 # "uu-stress-nmi-stop" has told the host to stop injecting NMIs (whose console messages
 # would cut into them).
