@@ -212,14 +212,33 @@ def check_dlopen(name, events, prog, min_stacks=60, need_reuse=True):
 KERNEL_HALF = 0xff00_0000_0000_0000
 
 
-def check_no_kernel_addresses(events, kallsyms):
+def iomem_ranges(lines):
+    """The (name, first, last) ranges of /proc/iomem lines ("first-last : name")."""
+    ranges = []
+    for line in lines:
+        span, _, name = line.strip().partition(" : ")
+        first, _, last = span.partition("-")
+        try:
+            ranges.append((name, int(first, 16), int(last, 16)))
+        except ValueError:
+            pass
+    return ranges
+
+
+def check_no_kernel_addresses(events, kallsyms, iomem):
     """No field of the module's events holds a kernel address: no value lies within the
-    kernel's symbols (vmlinux and modules, as root reads them in /proc/kallsyms), frame
-    values and unwind cookies are never in the kernel half, and the file cookies are hashes
-    (a pointer scheme would put every one of them in the kernel half; a 64-bit hash puts
-    one in 2^8 there). The record holds 400 sleeps of uu_chain: at least 400 cookies, each
-    in its cookie and its stack event, and their frames."""
+    kernel's symbols (vmlinux and modules, as root reads them in /proc/kallsyms) or the
+    physical range of the kernel's image (/proc/iomem's "Kernel code", "rodata", "data" and
+    "bss": a physical address of the kernel; the test files are all far smaller than the
+    offset it starts at, so no frame offset lands there), no file cookie lies within the
+    RAM's physical ranges, frame values and unwind cookies are never in the kernel half, and
+    the file cookies are hashes (a pointer scheme would put every one of them in the kernel
+    half; a 64-bit hash puts one in 2^8 there). The record holds 400 sleeps of uu_chain: at
+    least 400 cookies, each in its cookie and its stack event, and their frames."""
     lo, hi = (int(a, 16) for a in (kallsyms[0], kallsyms[-1])) if len(kallsyms) >= 2 else (0, 0)
+    ranges = iomem_ranges(iomem)
+    image = [r for r in ranges if r[0].startswith("Kernel ")]
+    ram = [r for r in ranges if r[0] == "System RAM"]
     ours = [e for e in events if e["event"] in ("user_unwind_cookie", "user_unwind_stack",
                                                 "file_cache")]
     values_, file_cookies, bad = [], set(), []
@@ -235,14 +254,19 @@ def check_no_kernel_addresses(events, kallsyms):
     for kind, v in values_ + [("file cookie", c) for c in file_cookies]:
         if lo <= v <= hi:
             bad.append(f"{kind} {v:#x} inside the kernel's symbols")
+        elif any(first <= v <= last for _, first, last in image):
+            bad.append(f"{kind} {v:#x} inside the kernel image's physical range")
+        elif kind == "file cookie" and any(first <= v <= last for _, first, last in ram):
+            bad.append(f"{kind} {v:#x} inside physical RAM")
         elif kind != "file cookie" and v >= KERNEL_HALF:
             bad.append(f"{kind} {v:#x} in the kernel half")
     high = sum(c >= KERNEL_HALF for c in file_cookies)
     check("no event field holds a kernel address",
-          lo and len(values_) >= 800 and len(file_cookies) >= 4 and not bad
-          and high < len(file_cookies) / 2,
-          f"kallsyms {lo:#x}-{hi:#x}, {len(values_)} values, {len(file_cookies)} file cookies "
-          f"({high} in the kernel half): {bad[:3]}")
+          lo and len(image) >= 2 and ram and len(values_) >= 800 and len(file_cookies) >= 4
+          and not bad and high < len(file_cookies) / 2,
+          f"kallsyms {lo:#x}-{hi:#x}, iomem {len(image)} image and {len(ram)} RAM ranges, "
+          f"{len(values_)} values, {len(file_cookies)} file cookies ({high} in the kernel "
+          f"half): {bad[:3]}")
 
 
 def check_hostile(events, hostile):
@@ -546,7 +570,7 @@ def main():
     check("kernel threads produce no cookies", cookies and not from_kthreads,
           f"{len(cookies)} cookies, {len(from_kthreads)} from kernel threads, "
           f"e.g. {[e['comm'] for e in from_kthreads[:3]]}")
-    check_no_kernel_addresses(events, s["KALLSYMS"])
+    check_no_kernel_addresses(events, s["KALLSYMS"], s["IOMEM"])
     v = values(s["STATS_WRITE"])
     check("writes to user_unwind_stats fail and change nothing",
           "stats_write" not in v and v.get("stats_unchanged") == "yes"

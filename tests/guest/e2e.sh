@@ -306,6 +306,9 @@ cat $T/trace
 # (vmlinux and modules), for the check that no event field holds one.
 section KALLSYMS
 awk '$1 !~ /^0+$/ {print $1}' /proc/kallsyms | sort | sed -n '1p;$p'
+# The physical ranges of the kernel's image and of the RAM, as root sees them.
+section IOMEM
+grep -E 'Kernel (code|rodata|data|bss)|System RAM' /proc/iomem
 
 # The stats file is read-only, even for root: a write fails and changes nothing.
 section STATS_WRITE
