@@ -2,7 +2,7 @@
 
 //! Host microbenchmarks of the module's pure logic, so that a regression shows on the host
 //! before a guest runs: frame translation into a record (VMA reuse, SipHash, the file
-//! table) per frame, SipHash of one
+//! table) per frame, for a stack in runs and one going back and forth, SipHash of one
 //! pointer, the build-id parser on a real file, and first-sight cache lookups.
 //! Run with `make bench-host` (`cargo bench` in host/).
 
@@ -51,19 +51,34 @@ fn stack() -> [u64; 32] {
     ips
 }
 
+/// 32 frames going back and forth: executable, library, executable, libc, ... (a callback
+/// chain, an interpreter and its extensions).
+fn interleaved_stack() -> [u64; 32] {
+    let mut ips = [0u64; 32];
+    for (i, ip) in ips.iter_mut().enumerate() {
+        let base = [0x40_1000, 0x7f00_0000_1000, 0x40_2000, 0x7f10_0002_7000][i % 4];
+        *ip = base + 0x20 * i as u64;
+    }
+    ips
+}
+
 fn translation(c: &mut Criterion) {
     let mut g = c.benchmark_group("translate");
-    let ips = stack();
-    g.throughput(Throughput::Elements(ips.len() as u64));
-    g.bench_function("32 frames, 3 files", |b| {
-        let mut rec = Record::new();
-        b.iter(|| {
-            let mut space = space();
-            let mut t = Translator::new(&TEST_KEY, 12);
-            rec.clear();
-            black_box(t.translate(&mut space, ips, &mut rec));
-        })
-    });
+    for (name, ips) in [
+        ("32 frames, 3 files", stack()),
+        ("32 frames back and forth, 3 files", interleaved_stack()),
+    ] {
+        g.throughput(Throughput::Elements(ips.len() as u64));
+        g.bench_function(name, |b| {
+            let mut rec = Record::new();
+            b.iter(|| {
+                let mut space = space();
+                let mut t = Translator::new(&TEST_KEY, 12);
+                rec.clear();
+                black_box(t.translate(&mut space, ips, &mut rec));
+            })
+        });
+    }
     g.finish();
     c.bench_function("siphash_1u64", |b| {
         b.iter(|| siphash_1u64(black_box(0xffff_8881_007e_d428), &TEST_KEY))

@@ -199,6 +199,14 @@ struct Remembered {
 }
 
 impl Remembered {
+    /// No VMA: no frame is in it.
+    const EMPTY: Self = Remembered {
+        start: 0,
+        end: 0,
+        delta: 0,
+        cookie: 0,
+    };
+
     /// What a frame in `vma` records: its offset in the file, its offset from the start of a
     /// special mapping, or the address itself in anonymous memory. `None` when an offset in
     /// the VMA does not fit in 64 bits.
@@ -224,11 +232,19 @@ impl Remembered {
     }
 }
 
-/// Translates the frames of one stack, remembering the last VMA and its cookie across calls.
+/// VMAs a translator remembers: a stack that goes back and forth between a program and its
+/// libraries (a callback, an interpreter and its extensions) looks each VMA up once.
+const RECENT: usize = 4;
+
+/// Translates the frames of one stack, remembering the last [`RECENT`] VMAs and their
+/// cookies across calls.
 pub struct Translator<'k> {
     key: &'k SipKey,
     page_shift: u32,
+    /// The VMA of the last frame translated, which the hot loop checks first.
     last: Option<Remembered>,
+    /// The ones before it, the most recently used first ([`Remembered::EMPTY`] when none).
+    older: [Remembered; RECENT - 1],
     lookups: usize,
 }
 
@@ -239,6 +255,7 @@ impl<'k> Translator<'k> {
             key,
             page_shift,
             last: None,
+            older: [Remembered::EMPTY; RECENT - 1],
             lookups: 0,
         }
     }
@@ -280,8 +297,20 @@ impl<'k> Translator<'k> {
         rec.len() - before
     }
 
-    /// Looks the VMA of `ip` up and remembers it: the frame's value and cookie.
+    /// Finds the VMA of `ip` among the older ones remembered, or looks it up, and makes it
+    /// the last: the frame's value and cookie.
     fn miss(&mut self, space: &mut impl AddressSpace, ip: u64) -> (u64, u64) {
+        for n in 0..self.older.len() {
+            let r = self.older[n];
+            if let Some(value) = r.value(ip) {
+                // The last becomes the most recent of the older ones.
+                for i in (1..=n).rev() {
+                    self.older[i] = self.older[i - 1];
+                }
+                self.older[0] = self.last.replace(r).unwrap_or(Remembered::EMPTY);
+                return (value, r.cookie);
+            }
+        }
         self.lookups += 1;
         let Some(vma) = space.lookup(ip) else {
             return (ip, COOKIE_NO_MAPPING);
@@ -291,11 +320,19 @@ impl<'k> Translator<'k> {
             Backing::Special(cookie) | Backing::Anonymous(Some(cookie)) => cookie,
             Backing::Anonymous(None) => COOKIE_NO_FILE,
         };
-        self.last = Remembered::new(&vma, cookie, self.page_shift);
-        match self.last.and_then(|r| r.value(ip)) {
-            Some(value) => (value, cookie),
-            None => (ip, COOKIE_NO_MAPPING),
+        let Some(r) = Remembered::new(&vma, cookie, self.page_shift) else {
+            return (ip, COOKIE_NO_MAPPING);
+        };
+        let Some(value) = r.value(ip) else {
+            return (ip, COOKIE_NO_MAPPING);
+        };
+        if let Some(last) = self.last.replace(r) {
+            for i in (1..self.older.len()).rev() {
+                self.older[i] = self.older[i - 1];
+            }
+            self.older[0] = last;
         }
+        (value, cookie)
     }
 }
 
@@ -495,6 +532,59 @@ mod tests {
         let bytes = EXE.to_le_bytes();
         let name_key = SipKey([TEST_KEY.0[1], TEST_KEY.0[0]]);
         assert_ne!(name_cookie(&bytes, &name_key), file_cookie(EXE, &TEST_KEY));
+    }
+
+    #[test]
+    fn frames_back_and_forth_between_vmas_look_each_up_once() {
+        // exe, lib, exe, vdso, lib, exe, ...: three VMAs, remembered together.
+        let ips: Vec<u64> = (0..60)
+            .map(|i| [0x40_0100, 0x7f00_0010, 0x40_0200, 0x7ffe_0010, 0x7f00_0020][i % 5])
+            .collect();
+        let mut rec = Record::new();
+        let mut t = Translator::new(&TEST_KEY, 12);
+        t.translate(&mut Space(SPACE), ips.iter().copied(), &mut rec);
+        assert_eq!(t.lookups(), 3);
+        let (exe, lib) = (file_cookie(EXE, &TEST_KEY), file_cookie(LIB, &TEST_KEY));
+        assert_eq!(rec.files(), [exe, lib, VDSO]);
+        assert_eq!(
+            frames(&rec)[..6],
+            [
+                (0x1100, exe),
+                (0x10, lib),
+                (0x1200, exe),
+                (0x10, VDSO),
+                (0x20, lib),
+                (0x1100, exe)
+            ]
+        );
+        // Five VMAs in turn, one more than remembered: every frame is a lookup, and each
+        // still gets its own cookie.
+        let ips = [
+            0x40_0100,
+            0x7f00_0010,
+            0x7ffd_0008,
+            0x7ffe_0010,
+            0x7fff_1234_0008,
+        ];
+        let ips: Vec<u64> = ips.iter().copied().cycle().take(20).collect();
+        let mut rec = Record::new();
+        let mut t = Translator::new(&TEST_KEY, 12);
+        t.translate(&mut Space(SPACE), ips.iter().copied(), &mut rec);
+        assert_eq!(t.lookups(), 20);
+        assert_eq!(rec.files(), [exe, lib, COOKIE_NO_FILE, VDSO, JIT]);
+        assert_eq!(rec.idx()[15..], [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn a_translator_used_for_a_second_record_indexes_it_afresh() {
+        let mut t = Translator::new(&TEST_KEY, 12);
+        let (mut one, mut two) = (Record::new(), Record::new());
+        t.translate(&mut Space(SPACE), [0x40_0100, 0x7f00_0010], &mut one);
+        t.translate(&mut Space(SPACE), [0x7f00_0020, 0x40_0200], &mut two);
+        let (exe, lib) = (file_cookie(EXE, &TEST_KEY), file_cookie(LIB, &TEST_KEY));
+        assert_eq!((two.files(), two.idx()), (&[lib, exe][..], &[0, 1][..]));
+        assert_eq!(frames(&two), [(0x20, lib), (0x1200, exe)]);
+        assert_eq!(t.lookups(), 2);
     }
 
     #[test]
