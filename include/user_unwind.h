@@ -39,7 +39,7 @@ void uu_file_cache_unreg(void);
 struct file;
 int uu_files_init(void);		/* task context; probes __fput and buffer resets */
 void uu_files_exit(void);
-void uu_files_arm(bool on);		/* task context, under uu_hook_lock */
+void uu_files_arm(bool on);		/* task context, none of our locks (src/hook.c) */
 bool uu_files_check(void);		/* task context: may the __fput probe have missed? */
 bool uu_files_resets_probed(void);	/* are buffer resets seen? */
 const char *uu_file_path(struct file *file, char *buf, int len);

@@ -47,7 +47,7 @@ static struct kprobe *uu_fput_probe_ptrs[UU_FPUT_PROBES];
 static char uu_fput_names[UU_FPUT_PROBES][KSYM_NAME_LEN];
 static int uu_nr_fput_probes;
 static int uu_nr_fput_symbols;
-/* Every __fput probe is armed; written under the caller's lock (uu_hook_lock). */
+/* Every __fput probe is armed; written by uu_files_arm() only. */
 static bool uu_fput_armed;
 
 static int uu_reset_pre(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -148,7 +148,9 @@ int uu_files_init(void)
  * disarmed are forgotten, and a stack whose file_cache events were decided across the
  * change repeats them after it.
  *
- * Context: task, may sleep; the caller serialises calls (uu_hook_lock).
+ * Context: task, may sleep, holding none of the locks an event's reg callback runs under
+ * (enable_kprobe() takes kprobe_mutex: see src/hook.c); called only by the hook's work item
+ * and, after it is cancelled, by uu_hook_exit(), which serialises the calls.
  */
 void uu_files_arm(bool on)
 {

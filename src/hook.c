@@ -22,8 +22,16 @@
  * The callback runs in task context on the way back to user space and may fault and sleep;
  * it hands the stack to Rust (uu_rust_stack), which translates and records it.
  *
+ * The __fput probes are armed while the hook is registered, and disarmed after, by a work
+ * item (uu_arm_work), never by the caller: arming takes kprobe_mutex, and kprobe_mutex ->
+ * ftrace_lock (any ftrace-based kprobe) -> tracepoints_mutex (function_graph registers its
+ * sched_switch probe under ftrace_lock) -> uu_hook_lock is a chain the kernel makes, so no
+ * caller of uu_hook_update() may take it. Until the work has run, uu_files_check() tells
+ * the callback that the probes are not armed and the first-sight cache is not trusted.
+ *
  * Lock order: uu_hook_lock (mutex) is taken inside event_mutex and tracepoints_mutex (from the
- * reg/unreg callbacks) and takes ftrace_export_lock.
+ * reg/unreg callbacks) and takes ftrace_export_lock; the work item takes kprobe_mutex, and
+ * none of the module's locks.
  */
 #include <linux/mutex.h>
 #include <linux/percpu.h>
@@ -33,6 +41,7 @@
 #include <linux/trace.h>
 #include <linux/trace_events.h>
 #include <linux/unwind_deferred.h>
+#include <linux/workqueue.h>
 #include <user_unwind.h>
 
 #include "events.h"
@@ -43,6 +52,15 @@ static DEFINE_MUTEX(uu_hook_lock);
 static bool uu_export_registered;	/* under uu_hook_lock */
 static bool uu_hook_wanted;		/* under uu_hook_lock: the cookie event is enabled */
 static bool uu_hook_ready;		/* under uu_hook_lock: init done, exit not begun */
+static bool uu_arm_wanted;		/* the __fput probes should be armed (uu_arm_work) */
+static bool uu_arm_live = true;		/* under uu_hook_lock: uu_arm_work may be queued */
+
+static void uu_arm_fn(struct work_struct *work)
+{
+	uu_files_arm(READ_ONCE(uu_arm_wanted));
+}
+
+static DECLARE_WORK(uu_arm_work, uu_arm_fn);
 
 /* One bit per interrupt context level (task, softirq, hardirq, NMI) the hook runs in. */
 static DEFINE_PER_CPU(unsigned int, uu_hook_busy);
@@ -123,7 +141,10 @@ static void uu_unwind_callback(struct unwind_work *work,
 	uu_rust_stack(trace->entries, trace->nr, cookie);
 }
 
-/* Registers or unregisters the export as wanted and ready say. */
+/*
+ * Registers or unregisters the export as wanted and ready say, and has the __fput probes
+ * armed or disarmed to match.
+ */
 static int uu_hook_update(void)
 {
 	bool on = uu_hook_wanted && uu_hook_ready;
@@ -131,16 +152,16 @@ static int uu_hook_update(void)
 
 	lockdep_assert_held(&uu_hook_lock);
 	if (on && !uu_export_registered) {
-		/* Files freed from now on are seen before a stack can name them. */
-		uu_files_arm(true);
 		ret = register_ftrace_export(&uu_export);
 		uu_export_registered = !ret;
-		if (ret)
-			uu_files_arm(false);
 	} else if (!on && uu_export_registered) {
 		unregister_ftrace_export(&uu_export);
 		uu_export_registered = false;
-		uu_files_arm(false);
+	}
+	if (READ_ONCE(uu_arm_wanted) != uu_export_registered && uu_arm_live) {
+		WRITE_ONCE(uu_arm_wanted, uu_export_registered);
+		/* Orders the store before the work's load (queue_work() is a full barrier). */
+		schedule_work(&uu_arm_work);
 	}
 	return ret;
 }
@@ -224,7 +245,11 @@ void uu_hook_exit(void)
 	scoped_guard(mutex, &uu_hook_lock) {
 		uu_hook_ready = false;
 		uu_hook_update();
+		/* The events' unreg callbacks still run after exit, at MODULE_STATE_GOING. */
+		uu_arm_live = false;
 	}
+	cancel_work_sync(&uu_arm_work);
+	uu_files_arm(false);
 	synchronize_rcu();
 	uu_call(unwind_deferred_cancel)(&uu_work);
 }

@@ -495,6 +495,9 @@ def main():
     if warning:
         # The guest has one clock domain under TCG; a real reader should heed this.
         print(f"# {warning}")
+    check("function_graph ran before the module was loaded (for lockdep's ftrace_lock -> "
+          "tracepoints_mutex)", values(s["GRAPH"]).get("graph_tracer") == "function_graph",
+          str(s["GRAPH"]))
     v = values(s["LOADFAIL"])
     check("insmod without tracefs fails with a message and leaves nothing behind",
           v.get("insmod_status") not in (None, "0") and v.get("in_modules") == "0"

@@ -28,6 +28,18 @@ traced() {
 	cat $T/trace
 }
 
+# The function_graph tracer, once, on one function (patching every function takes minutes
+# under TCG): it registers its sched_switch probe under ftrace_lock, which teaches lockdep
+# ftrace_lock -> tracepoints_mutex. With kprobe_mutex -> ftrace_lock (any ftrace-based
+# kprobe), a module that arms a kprobe while tracepoints_mutex is held (an event's reg
+# callback), or under a lock taken there, closes a cycle, which the splat check then sees.
+section GRAPH
+echo do_nanosleep >$T/set_ftrace_filter
+echo function_graph >$T/current_tracer
+result graph_tracer "$(cat $T/current_tracer)"
+echo nop >$T/current_tracer
+echo >$T/set_ftrace_filter
+
 # A kernel without what the module needs: here, no tracefs mounted. insmod must fail with
 # a message and leave nothing behind.
 section LOADFAIL

@@ -7,6 +7,11 @@
 # Usage: ftracetest.sh TEST_DIR...
 T=/sys/kernel/tracing
 cd /ftrace || exit 1
+# Under TCG, on the debug kernel, switching function_graph on for every function holds
+# text_mutex for minutes while it patches them, and anything else that patches code (the
+# option's writer below flipping an event's static key) waits for it: past the default 120
+# s that is reported as a hung task. A real hang still is, after 20 minutes.
+echo 1200 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 run() {
 	arm=$1
 	shift
