@@ -23,9 +23,9 @@
 # trace is the slow part on the debug kernel, so only the first cycle and every
 # CHECK_EVERY-th (default 1: all) have a window. Then the module is unloaded, while the
 # workers of the next cycle are not yet running. After the last cycle kmemleak scans.
-# Prints one "cycle" line per cycle and the module's counters, all at the end, after
-# "uu-stress-nmi-stop" has told the host to stop injecting NMIs (whose console messages
-# would cut into them).
+# Prints "cycle N of CYCLES" as it goes, then one "cycle" line per checked window and the
+# module's counters per cycle, all at the end, after "uu-stress-nmi-stop" has told the host
+# to stop injecting NMIs (whose console messages would cut into them).
 T=/sys/kernel/tracing
 OPT=$T/options/userstacktrace_delay
 CYCLES=$1 SECS=$2 EVERY=${3:-1}
@@ -136,6 +136,8 @@ for c in $(seq "$CYCLES"); do
 		wait $benches $loops
 	fi
 	echo "stats $c $(tr '\n' ' ' <$T/user_unwind_stats)" >>/tmp/summary
+	# Progress only (the host reads the summary): short, in case a console message cuts it.
+	echo "cycle $c of $CYCLES"
 	# Unloaded with requests being made and stacks pending.
 	echo 1 >$T/tracing_on
 	echo 1 >$OPT
