@@ -4,15 +4,16 @@
 
 Usage: nmi.py SOCKET LOG [INTERVAL]
 
-Waits until the guest's console LOG shows the test command running ("UU-GUEST-BEGIN", so no
-NMI lands in early boot), then sends the monitor command "nmi" (an NMI on every vCPU) every
-INTERVAL seconds (default 0.05) on the unix socket SOCKET (run-guest.sh --monitor), until
-the guest prints "uu-stress-nmi-stop" or QEMU closes the socket. Each NMI nobody claims makes
-the kernel print "Uhhuh. NMI received for unknown reason" (rate-limited) on the console, in
-the middle of whatever line the guest is writing: the guest prints its summary after the
-stop. Under TCG there is no PMU, so no perf event can raise an NMI; these do, and
-every one runs the NMI_LOCAL handlers, whose nmi:nmi_handler trace event then fires in NMI
-context. Prints how many it sent.
+Connects to the unix socket SOCKET (run-guest.sh --monitor), waits until the guest's console
+LOG shows the test command running ("UU-GUEST-BEGIN", so that no NMI lands in early boot),
+then sends the monitor command "nmi" (an NMI on every vCPU) every INTERVAL seconds (default
+0.05), until the guest prints "uu-stress-nmi-stop" or QEMU closes the socket (it exits with
+QEMU, whenever that happens). Under TCG there is no PMU, so no perf event can raise an NMI;
+these do, and every one runs the NMI_LOCAL handlers, whose nmi:nmi_handler trace event then
+fires in NMI context. Each NMI nobody claims makes the kernel print "Uhhuh. NMI received for
+unknown reason" (rate-limited) on the console, in the middle of whatever line the guest is
+writing: the guest prints its summary after the stop. Prints how many it sent; exits 1 if
+none.
 """
 import socket
 import sys
@@ -26,8 +27,8 @@ class Console:
         self.path, self.offset, self.tail = path, 0, b""
 
     def shows(self, marker):
-        """Whether the text written since the last call (or the marker's length before it)
-        holds marker."""
+        """Whether the text written since the last call (or the 64 bytes before it) holds
+        marker, of at most 64 bytes."""
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.offset)
@@ -35,41 +36,55 @@ class Console:
         except FileNotFoundError:
             return False
         self.offset += len(new)
-        text, self.tail = self.tail + new, (self.tail + new)[-len(marker):]
+        text = self.tail + new
+        self.tail = text[-64:]
         return marker in text
 
 
-def wait_for(console, marker, deadline):
+def connect(path, deadline):
+    """The monitor's connection, once QEMU has created its socket; None if it never does."""
     while time.monotonic() < deadline:
-        if console.shows(marker):
-            return True
-        time.sleep(0.2)
-    return False
+        try:
+            mon = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            mon.connect(path)
+            mon.setblocking(False)
+            return mon
+        except OSError:
+            time.sleep(0.2)
+    return None
+
+
+def closed(mon):
+    """Whether QEMU closed the monitor (it exited). Reads what the monitor echoed, so that
+    its buffer never fills."""
+    try:
+        return mon.recv(65536) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 def main(path, log, interval=0.05):
-    console = Console(log)
-    if not wait_for(console, b"UU-GUEST-BEGIN", time.monotonic() + 600):
-        print("nmi: the guest never began its command", file=sys.stderr)
+    console, sent = Console(log), 0
+    mon = connect(path, time.monotonic() + 600)
+    if mon is None:
+        print("nmi: QEMU's monitor never appeared", file=sys.stderr)
         return 1
-    sent = 0
-    try:
-        mon = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        mon.connect(path)
-        mon.setblocking(False)
-        while not console.shows(b"uu-stress-nmi-stop"):
+    while not console.shows(b"UU-GUEST-BEGIN"):
+        if closed(mon):
+            print("nmi: the guest ended before its command began", file=sys.stderr)
+            return 1
+        time.sleep(0.2)
+    while not console.shows(b"uu-stress-nmi-stop"):
+        try:
             mon.sendall(b"nmi\n")
-            sent += 1
-            time.sleep(interval)
-            try:
-                # The monitor echoes every command; read it so that its buffer never fills.
-                if mon.recv(65536) == b"":
-                    break
-            except BlockingIOError:
-                pass
-    except OSError:
-        # QEMU has exited: the socket is gone or the connection reset.
-        pass
+        except OSError:
+            break
+        sent += 1
+        time.sleep(interval)
+        if closed(mon):
+            break
     print(f"nmi: {sent} NMIs injected")
     return 0 if sent else 1
 
