@@ -26,7 +26,6 @@ echo 65536 >$T/buffer_size_kb
 
 # The sum over CPUs of one field of per_cpu/cpuN/stats.
 . /lib/uu.sh
-uu() { awk -v f="$1:" '$1 == f {print $2}' $T/user_unwind_stats; }
 
 arm_on() {
 	echo 1 >$T/events/raw_syscalls/sys_enter/enable

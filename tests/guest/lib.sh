@@ -6,6 +6,9 @@ T=/sys/kernel/tracing
 # stats (per_cpu/cpuN/stats, "KEY: N" lines).
 rb() { cat $T/per_cpu/cpu*/stats | awk -v f="$1" 'index($0, f ":") == 1 {s += $NF} END {print s + 0}'; }
 
+# uu NAME: the module's counter NAME, from user_unwind_stats.
+uu() { awk -v f="$1:" '$1 == f {print $2}' $T/user_unwind_stats; }
+
 result() { echo "$1 $2"; }	# NAME VALUE
 
 # sys_enter_on FILTER, sys_enter_off: the top instance's raw_syscalls:sys_enter, filtered.

@@ -21,14 +21,13 @@ mem_kb() {
 	echo 2 >/proc/sys/vm/drop_caches
 	awk '/^(Slab|VmallocUsed|Percpu):/ {s += $2} END {print s}' /proc/meminfo
 }
-file_caches() { awk '$1 == "file_cache:" {print $2}' $T/user_unwind_stats; }
 sys_enter_on 'id == 110'
 echo 1 >$T/tracing_on
 uu_many -m /tmp/mem "$files" 13 >/dev/null
 m0=$(mem_kb)
 uu_many -m /tmp/mem "$files" 13 >/dev/null
 m1=$(mem_kb)
-fc0=$(file_caches)
+fc0=$(uu file_cache)
 echo 1 >$OPT
 m2=$(mem_kb)
 uu_many -m /tmp/mem "$files" 13 >/dev/null
@@ -39,5 +38,5 @@ sys_enter_off
 result off_growth_kb $((m1 - m0))
 result on_growth_kb $((m3 - m2))
 result coresize "$(cat /sys/module/user_unwind/coresize)"
-result file_cache_events $(($(file_caches) - fc0))
+result file_cache_events $(($(uu file_cache) - fc0))
 rm -rf /tmp/mem

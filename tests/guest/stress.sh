@@ -32,7 +32,6 @@ CYCLES=$1 SECS=$2 EVERY=${3:-1}
 KO=/lib/modules/user_unwind.ko
 EVENTS='raw_syscalls:sys_enter timer:hrtimer_expire_entry nmi:nmi_handler'
 echo 8192 >$T/buffer_size_kb
-uu() { awk -v f="$1:" '$1 == f {print $2}' $T/user_unwind_stats; }
 . /lib/uu.sh
 
 control() {
