@@ -110,19 +110,25 @@ def resolve(events):
     return out
 
 
-def check_file_cache(name, events, comm, reader_start=False):
-    """Every file cookie of `comm`'s stacks has a file_cache before the stack. With
-    `reader_start`, a stack written in the moments after the reader started (whose
-    file_cache events the reader's buffer reset may have cut) may instead be explained by
-    the copies written right after it, before that task's next stack."""
+def check_file_cache(name, events, comm, reader_start=False, switched_on=False):
+    """Every file cookie of `comm`'s stacks has a file_cache before the stack. A stack whose
+    file_cache events were cut may instead be explained by the copies written right after
+    it, before that task's next stack: with `reader_start`, one written in the moments after
+    the reader started (its buffer reset may have cut them); with `switched_on`, each task's
+    first stack (tracing was switched on while it was between its file_cache events and its
+    stack, so the first ones were dropped)."""
     missing, stacks, after = 0, 0, 0
     t0 = float(events[0]["ts"]) if events else 0
+    first = set()
     for stack, files in resolve(events):
         if stack["comm"] != comm:
             continue
         stacks += 1
         lost = {c for (_, c), f in zip(stack["frames"], files) if f is None}
-        if lost and reader_start and float(stack["ts"]) <= t0 + READER_START_GRACE:
+        cut = ((reader_start and float(stack["ts"]) <= t0 + READER_START_GRACE)
+               or (switched_on and stack["pid"] not in first))
+        first.add(stack["pid"])
+        if lost and cut:
             for e in events[events.index(stack) + 1:]:
                 if e["pid"] != stack["pid"]:
                     continue
@@ -132,7 +138,7 @@ def check_file_cache(name, events, comm, reader_start=False):
                     lost.discard(e["cookie"])
                     after += 1
         missing += len(lost)
-    if reader_start:
+    if reader_start or switched_on:
         print(f"# {name}: {after} cookies explained right after a stack cut by the reset")
     check(name, stacks and not missing, f"{missing} frames without file_cache in {stacks} stacks")
 
@@ -550,7 +556,7 @@ def main():
     check_dlopen("dlopen/dlclose, the option switched on and off",
                  parse_trace(s["DLOPEN_TOGGLED"]), prog, min_stacks=20, need_reuse=False)
     check_file_cache("tracing off, buffer cleared, on: file_cache precedes every cookie",
-                     parse_trace(s["REOPEN"]), "uu_chain")
+                     parse_trace(s["REOPEN"]), "uu_chain", switched_on=True)
     check_instances(s)
     check_many(parse_trace(s["MANY"]))
     check_hostile(parse_trace(s["HOSTILE"]), hostile)
