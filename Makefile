@@ -50,15 +50,15 @@ check:
 demo:
 	@scripts/demo.sh
 
-# The module under load, churn, NMIs and 50 reloads on the debug kernel, counted
-# (scripts/stress.sh), its memory over 20000 files (scripts/memory.sh), then the kernel's
-# ftrace selftests with and without it (scripts/ftracetest.sh); make check runs a short
-# version of each. STRESS_ARGS="CYCLES SECONDS CPUS", MEMORY_ARGS="FILES",
-# FTRACETEST_ARGS="TEST...".
+# The module's memory over 20000 files (scripts/memory.sh), the kernel's ftrace selftests
+# with and without it (scripts/ftracetest.sh), then the module under load, churn, NMIs and
+# 50 reloads on the debug kernel, counted (scripts/stress.sh), whose count is the last
+# line; make check runs a short version of each. STRESS_ARGS="CYCLES SECONDS CPUS",
+# MEMORY_ARGS="FILES", FTRACETEST_ARGS="TEST...".
 stress: module
-	@scripts/stress.sh $(STRESS_ARGS)
 	@scripts/memory.sh $(MEMORY_ARGS)
 	@scripts/ftracetest.sh $(FTRACETEST_ARGS)
+	@scripts/stress.sh $(STRESS_ARGS)
 
 clean:
 	@scripts/build-module.sh clean
