@@ -7,7 +7,7 @@
 //! Keeping it cheap: a VMA is looked up only when a frame leaves the previous one
 //! ([`Translator`]), with the per-VMA lock first (no `mmap_lock` contention with the task's
 //! other threads) and `mmap_lock` only when that fails; the three fields needed are copied
-//! out and the lock dropped at once; the file cookie is hashed once per VMA change; frames
+//! out and the lock dropped at once; a file's cookie is hashed once, then remembered; frames
 //! go through a 1.1 KiB on-stack [`Record`], and the files a chunk holds in 512 bytes more:
 //! the steady state allocates nothing (only a `file_cache` event needs a path buffer).
 //!
@@ -17,13 +17,18 @@
 use crate::ffi;
 use crate::files::{HeldFiles, NAME_MAX, NEW_FILES_PER_STACK};
 use crate::logic::frames::{chunks, AddressSpace, Backing, Record, Translator, Vma};
+use crate::logic::memo::CookieMemo;
 use crate::logic::offset::Mapping;
+use crate::logic::siphash::SipKey;
 use crate::stats::{self, Stat};
 use crate::Keys;
 use kernel::ffi::c_ulong;
 use kernel::mm::virt::VmaRef;
 use kernel::mm::MmWithUser;
 use kernel::page::PAGE_SHIFT;
+
+/// The file cookies of the files stacks use, under the module's one file key.
+static COOKIES: CookieMemo = CookieMemo::new();
 
 /// The address space of `current`, borrowed for one chunk of a stack.
 struct TaskSpace<'a> {
@@ -88,6 +93,10 @@ impl AddressSpace for TaskSpace<'_> {
             *self.last_miss = Some(page);
         }
         vma
+    }
+
+    fn file_cookie(&self, file: u64, key: &SipKey) -> u64 {
+        COOKIES.cookie(file, key)
     }
 }
 

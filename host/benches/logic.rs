@@ -3,12 +3,13 @@
 //! Host microbenchmarks of the module's pure logic, so that a regression shows on the host
 //! before a guest runs: frame translation into a record (VMA reuse, SipHash, the file
 //! table) per frame, for a stack in runs and one going back and forth, SipHash of one
-//! pointer, the build-id parser on a real file, and first-sight cache lookups.
+//! pointer and its memo, the build-id parser on a real file, and first-sight cache lookups.
 //! Run with `make bench-host` (`cargo bench` in host/).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use user_unwind_logic::logic::buildid::{find_build_id, vectors};
 use user_unwind_logic::logic::frames::{AddressSpace, Backing, Record, Translator, Vma};
+use user_unwind_logic::logic::memo::CookieMemo;
 use user_unwind_logic::logic::offset::Mapping;
 use user_unwind_logic::logic::seen::{CachedId, FirstSight, Sighting};
 use user_unwind_logic::logic::siphash::{siphash_1u64, TEST_KEY};
@@ -82,6 +83,10 @@ fn translation(c: &mut Criterion) {
     g.finish();
     c.bench_function("siphash_1u64", |b| {
         b.iter(|| siphash_1u64(black_box(0xffff_8881_007e_d428), &TEST_KEY))
+    });
+    let memo = Box::new(CookieMemo::new());
+    c.bench_function("file cookie, remembered", |b| {
+        b.iter(|| memo.cookie(black_box(0xffff_8881_007e_d428), &TEST_KEY))
     });
 }
 

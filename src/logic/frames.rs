@@ -57,6 +57,12 @@ pub struct Vma {
 pub trait AddressSpace {
     /// The VMA containing `addr`, if any.
     fn lookup(&mut self, addr: u64) -> Option<Vma>;
+
+    /// The cookie of `file`, a [`Backing::File`] this space looked up: [`file_cookie`], or a
+    /// memo of it ([`CookieMemo`](super::memo::CookieMemo)).
+    fn file_cookie(&self, file: u64, key: &SipKey) -> u64 {
+        file_cookie(file, key)
+    }
 }
 
 /// The cookie of a file pointer value: SipHash-2-4 under the module's secret key, moved off
@@ -316,7 +322,7 @@ impl<'k> Translator<'k> {
             return (ip, COOKIE_NO_MAPPING);
         };
         let cookie = match vma.backing {
-            Backing::File(file) => file_cookie(file, self.key),
+            Backing::File(file) => space.file_cookie(file, self.key),
             Backing::Special(cookie) | Backing::Anonymous(Some(cookie)) => cookie,
             Backing::Anonymous(None) => COOKIE_NO_FILE,
         };

@@ -6,6 +6,7 @@
 pub mod buildid;
 pub mod frames;
 pub mod ksym;
+pub mod memo;
 pub mod offset;
 pub mod option;
 pub mod seen;

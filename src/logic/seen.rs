@@ -85,6 +85,10 @@ impl IdSlot {
         {
             return;
         }
+        // The odd word is visible before anything stored below: a reader that loads any of
+        // it then sees the word changed. (The exchange's release half orders only what came
+        // before it.)
+        fence(Ordering::Release);
         self.owner.store(file, Ordering::Relaxed);
         let state = match id {
             CachedId::Id(id) if id.as_bytes().len() <= ID_CACHED => {
