@@ -4,7 +4,7 @@
 //!
 //! A file cookie is SipHash-2-4 of a `struct file` pointer value under the module's key
 //! ([`file_cookie`]): about 200 instructions, three times a stack for a program, its library
-//! and libc, where the rest of a 32-frame translation costs a few hundred more
+//! and libc, a tenth of what the module spent on a 32-frame stack
 //! (Documentation/performance.rst). The cookie is a pure function of the pointer while the
 //! key lives, so a remembered one is never stale: a file freed and another opened at the
 //! same address has the same cookie, and telling the two apart is the first-sight cache's
