@@ -107,6 +107,17 @@ mod tests {
 
     const P: u64 = 0xffff_8881_0123_4500;
 
+    /// `n` pointers from `P` on that share `P`'s slot, `P` first.
+    fn sharing_slot(m: &CookieMemo, n: usize) -> Vec<u64> {
+        let same: Vec<u64> = (0..1 << 20)
+            .map(|i| P + (i << 4))
+            .filter(|&f| core::ptr::eq(m.slot(f), m.slot(P)))
+            .take(n)
+            .collect();
+        assert_eq!(same.len(), n);
+        same
+    }
+
     #[test]
     fn a_remembered_cookie_is_the_hash() {
         let m = Box::new(CookieMemo::new());
@@ -126,15 +137,9 @@ mod tests {
     #[test]
     fn colliding_files_each_get_their_own_cookie() {
         let m = Box::new(CookieMemo::new());
-        // Pointers that share P's slot.
-        let same: Vec<u64> = (1..1 << 20)
-            .map(|i| P + (i << 4))
-            .filter(|&f| core::ptr::eq(m.slot(f), m.slot(P)))
-            .take(4)
-            .collect();
-        assert_eq!(same.len(), 4);
+        let same = sharing_slot(&m, 5);
         for round in 0..3 {
-            for &f in [P].iter().chain(&same) {
+            for &f in &same {
                 assert_eq!(
                     m.cookie(f, &TEST_KEY),
                     file_cookie(f, &TEST_KEY),
@@ -148,11 +153,7 @@ mod tests {
     fn racing_threads_never_get_another_files_cookie() {
         let m = Arc::new(CookieMemo::new());
         // Pointers that share one slot, so that the threads keep replacing each other's.
-        let files: Vec<u64> = (0..1 << 20)
-            .map(|i| P + (i << 4))
-            .filter(|&f| core::ptr::eq(m.slot(f), m.slot(P)))
-            .take(8)
-            .collect();
+        let files = sharing_slot(&m, 8);
         let want: Vec<u64> = files.iter().map(|&f| file_cookie(f, &TEST_KEY)).collect();
         let threads: Vec<_> = (0..4)
             .map(|t| {
