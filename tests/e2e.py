@@ -139,7 +139,8 @@ def check_file_cache(name, events, comm, reader_start=False, switched_on=False):
                     after += 1
         missing += len(lost)
     if reader_start or switched_on:
-        print(f"# {name}: {after} cookies explained right after a stack cut by the reset")
+        print(f"# {name}: {after} cookies explained right after a stack whose file_cache "
+              "events were cut")
     check(name, stacks and not missing, f"{missing} frames without file_cache in {stacks} stacks")
 
 
