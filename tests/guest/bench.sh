@@ -24,7 +24,7 @@ insmod $KO || exit 1
 echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
 echo 65536 >$T/buffer_size_kb
 
-# The sum over CPUs of one field of per_cpu/cpuN/stats.
+# rb and uu: the ring buffer's and the module's counters (tests/guest/lib.sh).
 . /lib/uu.sh
 
 arm_on() {
