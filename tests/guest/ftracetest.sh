@@ -5,7 +5,7 @@
 # program making traced system calls. Each run prints its KTAP result lines, prefixed with
 # "without: " or "with: ".
 # Usage: ftracetest.sh TEST_DIR...
-T=/sys/kernel/tracing
+. /lib/uu.sh
 cd /ftrace || exit 1
 # Under TCG, on the debug kernel, switching function_graph on for every function holds
 # text_mutex for minutes while it patches them, and anything else that patches code (the
@@ -15,9 +15,14 @@ echo 1200 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 run() {
 	arm=$1
 	shift
-	bash ./ftracetest -K "$@" >/tmp/ftracetest.log 2>&1
-	# KTAP: "ok N name", "not ok N name # UNRESOLVED", "ok N name # SKIP", ...
-	grep -E '^(not )?ok [0-9]+ |^# Totals' /tmp/ftracetest.log | sed "s/^/$arm: /"
+	# KTAP: "ok N name", "not ok N name # UNRESOLVED", "ok N name # SKIP", ... printed as
+	# each test ends, so that a run cut short by the guest's time bound still shows how far
+	# it came.
+	bash ./ftracetest -K "$@" 2>&1 | while IFS= read -r line; do
+		case $line in
+		"ok "* | "not ok "* | "# Totals"*) echo "$arm: $line" ;;
+		esac
+	done
 	rm -rf logs
 }
 run without "$@"
@@ -36,4 +41,6 @@ touch /tmp/ftracetest.done
 wait $keep
 kill $chain
 echo "option $(cat $T/options/userstacktrace_delay 2>/dev/null)"
+# What the module did beside the tests: the host wants stacks, not only a loaded module.
+echo "module: requests=$(uu requests_queued) stacks=$(uu stacks) file_cache=$(uu file_cache)"
 rmmod user_unwind
