@@ -6,8 +6,9 @@
 
 use crate::ffi;
 use crate::logic::buildid::{find_build_id, ReadAt, ReadError};
-use crate::logic::frames::{file_cookie, name_cookie, CHUNK_FRAMES};
+use crate::logic::frames::{name_cookie, CHUNK_FRAMES};
 use crate::logic::seen::{CachedId, FirstSight, Sighting};
+use crate::stack::COOKIES;
 use crate::stats::{self, Stat};
 use crate::Keys;
 use core::mem::MaybeUninit;
@@ -322,7 +323,7 @@ impl<'k> HeldFiles<'k> {
             let buf = path.as_deref_mut().unwrap_or(&mut short_path[..]);
             let id = emit(
                 file,
-                file_cookie(ptr, &self.keys.file),
+                COOKIES.cookie(ptr, &self.keys.file),
                 buf,
                 SEEN.build_id(ptr),
             );

@@ -27,8 +27,9 @@ use kernel::mm::virt::VmaRef;
 use kernel::mm::MmWithUser;
 use kernel::page::PAGE_SHIFT;
 
-/// The file cookies of the files stacks use, under the module's one file key.
-static COOKIES: CookieMemo = CookieMemo::new();
+/// The file cookies of the files stacks use, under the module's one file key: the stacks'
+/// frames and their `file_cache` events take them from here.
+pub(crate) static COOKIES: CookieMemo = CookieMemo::new();
 
 /// The address space of `current`, borrowed for one chunk of a stack.
 struct TaskSpace<'a> {
