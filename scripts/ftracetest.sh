@@ -8,8 +8,8 @@
 # function_graph's code patching under TCG: an int3 Oops, not the module's.)
 # Usage: scripts/ftracetest.sh [TEST...] (default: test.d/00basic test.d/event
 # test.d/instances test.d/trigger: on this 2-core machine 30 to 45 minutes without the
-# module and more than an hour and three quarters with it, since switching function_graph on takes minutes under TCG
-# and longer with a program running on the one CPU)
+# module and more than an hour and three quarters with it, since switching function_graph
+# on takes minutes under TCG and longer with a program running on the one CPU)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
