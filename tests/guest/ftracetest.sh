@@ -3,7 +3,7 @@
 # Guest half of scripts/ftracetest.sh: the kernel's ftrace selftests (at /ftrace), run once
 # without the module and once with it loaded, userstacktrace_delay on and a frame-pointer
 # program making traced system calls. Each run prints its KTAP result lines, prefixed with
-# "without: " or "with: ".
+# "without: " or "with: "; the second is followed by the module's counters ("module: ...").
 # Usage: ftracetest.sh TEST_DIR...
 . /lib/uu.sh
 cd /ftrace || exit 1
