@@ -250,7 +250,9 @@ def check_no_kernel_addresses(events, kallsyms, iomem):
                                                 "file_cache")]
     values_, file_cookies, bad = [], set(), []
     for e in ours:
-        if e["cookie"] is not None:
+        # A file_cache event's cookie is a file cookie (a hash, checked below), not an
+        # unwind cookie.
+        if e["event"] != "file_cache" and e["cookie"] is not None:
             values_.append(("cookie", e["cookie"]))
         for value, cookie in e["frames"]:
             values_.append(("frame", value))
