@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # The kernel's own ftrace selftests (tools/testing/selftests/ftrace/ftracetest of the kernel
-# source the bench unpacks), in one boot of the debug test kernel with 1 CPU: once without
-# the module, once with it loaded, userstacktrace_delay on and a frame-pointer program
-# making traced system calls. Fails when a test's result differs between the two runs or
-# the guest's console has a splat. (With 2 CPUs even the run without the module can die in
+# source the bench unpacks), in two boots of the debug test kernel with 1 CPU each, side by
+# side: one without the module, one with it loaded, userstacktrace_delay on and a
+# frame-pointer program making traced system calls. Fails when a test's result differs
+# between the two arms or a guest's console has a splat; prints each arm's time and the tests
+# the module slowed most. (With 2 CPUs even the run without the module can die in
 # function_graph's code patching under TCG: an int3 Oops, not the module's.)
 # Usage: scripts/ftracetest.sh [TEST...] (default: test.d/00basic test.d/event
 # test.d/instances test.d/trigger: on this 2-core machine 30 to 45 minutes without the
@@ -19,13 +20,25 @@ tests=${*:-test.d/00basic test.d/event test.d/instances test.d/trigger}
 limit=5400
 [ $# -gt 0 ] || limit=14400
 SRC=$(kernel_src)
-log=$(mktemp) out=$(mktemp)
-trap 'rm -f "$log" "$out"' EXIT
-UU_GUEST_TIMEOUT=${UU_GUEST_TIMEOUT:-$limit} "$ROOT/scripts/run-guest.sh" --smp 1 --log "$log" \
-	--add "$ROOT/tests/guest/ftracetest.sh:/bin/ftracetest.sh" \
-	--add "$SRC/tools/testing/selftests/ftrace:/ftrace" -- "/bin/ftracetest.sh $tests" >"$out" ||
-	{ tail -n 30 "$out"; die "the guest failed"; }
-ROOT=$ROOT python3 - "$out" "$log" <<'PY'
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# The two guests would otherwise both (re)build the test programs into the cache at once.
+make -s -C "$ROOT/tests/prog" OUT="$CACHE/prog" || die "building the test programs failed"
+# One arm in its own guest; both run at once, on the machine's two cores.
+guest() {
+	UU_GUEST_TIMEOUT=${UU_GUEST_TIMEOUT:-$limit} "$ROOT/scripts/run-guest.sh" --smp 1 \
+		--log "$work/$1.log" --add "$ROOT/tests/guest/ftracetest.sh:/bin/ftracetest.sh" \
+		--add "$SRC/tools/testing/selftests/ftrace:/ftrace" -- "/bin/ftracetest.sh $1 $tests" \
+		>"$work/$1.out" 2>"$work/$1.err"
+}
+guest without &
+without=$!
+guest with &
+with=$!
+status_without=0 status_with=0
+wait "$without" || status_without=$?
+wait "$with" || status_with=$?
+ROOT=$ROOT python3 - "$work" "$status_without" "$status_with" <<'PY'
 import os
 import re
 import sys
@@ -33,37 +46,74 @@ import sys
 sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests"))
 from splat import splats as find_splats  # noqa: E402
 
-out, log = open(sys.argv[1]).read(), open(sys.argv[2], errors="replace").read()
+work = sys.argv[1]
+status = {"without": int(sys.argv[2]), "with": int(sys.argv[3])}
 KTAP = re.compile(r"^(without|with): (not ok|ok) \d+ (.*?)(?: # (\w+))?$")
+TIME = re.compile(r"^time: (without|with) (?:start )?([\d.]+)$")
 runs = {"without": {}, "with": {}}
-for line in out.splitlines():
-    m = KTAP.match(line)
-    if m:
-        arm, ok, name, directive = m.groups()
-        runs[arm][name] = directive or ("PASS" if ok == "ok" else "FAIL")
+# Seconds each test took (from the uptime after the one before it), and each arm's total.
+took = {"without": {}, "with": {}}
+total = {}
+splats = []
+for arm in runs:
+    out = open(os.path.join(work, arm + ".out"), errors="replace").read()
+    last = name = None
+    for line in out.splitlines():
+        m, t = KTAP.match(line), TIME.match(line)
+        if m and m.group(1) == arm:
+            _, ok, name, directive = m.groups()
+            runs[arm][name] = directive or ("PASS" if ok == "ok" else "FAIL")
+        elif t and t.group(1) == arm:
+            now = float(t.group(2))
+            if last is None:
+                start = now
+            elif name is not None:
+                took[arm][name] = now - last
+            last = now
+    if last is not None:
+        total[arm] = last - start
+    if arm == "with":
+        counters = re.search(
+            r"^module: requests=(?P<requests>\d+) stacks=(?P<stacks>\d+) "
+            r"file_cache=(?P<file_cache>\d+)$", out, re.M)
+    if status[arm]:
+        err = open(os.path.join(work, arm + ".err"), errors="replace").read().splitlines()
+        for line in err[-30:]:
+            print(f"{arm}: {line}")
+        print(f"the guest {arm} the module failed (status {status[arm]})")
+    log = open(os.path.join(work, arm + ".log"), errors="replace").read()
+    splats += [f"{arm}: {line}" for line in find_splats(log)]
+
 for arm, res in runs.items():
     counts = {}
     for r in res.values():
         counts[r] = counts.get(r, 0) + 1
-    print(f"ftracetest {arm} the module: {len(res)} tests, " +
+    minutes = f" in {total[arm] / 60:.1f} min" if arm in total else ""
+    print(f"ftracetest {arm} the module: {len(res)} tests{minutes}, " +
           ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+# Where the module's arm spent its extra time (the two guests share the host, so a
+# difference of a few seconds is noise).
+slower = sorted(((took["with"][n] - took["without"][n], n) for n in took["with"]
+                 if n in took["without"]), reverse=True)
+for extra, n in slower[:5]:
+    if extra >= 10:
+        print(f"ftracetest slowed most: {n}: {took['without'][n]:.0f} s without, "
+              f"{took['with'][n]:.0f} s with")
 diff = [f"{n}: {runs['without'].get(n)} without, {runs['with'].get(n)} with"
         for n in sorted(set(runs["without"]) | set(runs["with"]))
         if runs["without"].get(n) != runs["with"].get(n)]
 for d in diff:
     print("differs:", d)
 # The module must have done its work beside the tests, not only been loaded.
-counters = re.search(r"^module: requests=(\d+) stacks=(\d+) file_cache=(\d+)$", out, re.M)
 if counters:
-    requests, stacks, file_cache = counters.groups()
-    print(f"ftracetest with the module: {requests} requests, {stacks} stacks, "
-          f"{file_cache} file_cache")
+    print(f"ftracetest with the module: {counters['requests']} requests, "
+          f"{counters['stacks']} stacks, {counters['file_cache']} file_cache")
 else:
     print("the guest did not report the module's counters")
-splats = find_splats(log)
-for l in splats[:20]:
-    print("splat:", l)
-ok = runs["without"] and not diff and counters and int(stacks) > 0 and not splats
+for line in splats[:20]:
+    print("splat:", line)
+ok = (not any(status.values()) and runs["without"] and not diff and counters
+      and int(counters["stacks"]) > 0 and not splats)
 print("ftracetest: " + ("same results with and without the module" if ok else "FAILED"))
 sys.exit(0 if ok else 1)
 PY
