@@ -25,8 +25,17 @@ if [ "$arm" = with ]; then
 	uu_chain 1000000000 20000 >/dev/null &
 	chain=$!
 	# Every test starts by resetting the tracing state, the module's events with the rest:
-	# the option is switched back on all the while.
-	(while [ ! -e /tmp/ftracetest.done ]; do echo 1 >$T/options/userstacktrace_delay; sleep 0.5; done) &
+	# the option is switched back on all the while. The pause is a read of an empty FIFO
+	# with a timeout, a shell builtin: sleep(1) would fork and exec twice a second, a cost of
+	# the harness, not of the module, and a large one while every kernel function is traced.
+	mkfifo /tmp/ftracetest.tick
+	(
+		exec 3<>/tmp/ftracetest.tick
+		while [ ! -e /tmp/ftracetest.done ]; do
+			echo 1 >$T/options/userstacktrace_delay
+			read -t 0.5 _ <&3
+		done
+	) &
 	keep=$!
 fi
 echo "time: $arm start $(cut -d' ' -f1 /proc/uptime)"
