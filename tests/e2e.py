@@ -348,15 +348,26 @@ NEW_FILES_PER_STACK = 16
 
 def check_many(events):
     """A stack of 41 files: its file_cache events spread over several stacks, at most
-    NEW_FILES_PER_STACK a stack, and the last stacks fully explained."""
+    NEW_FILES_PER_STACK a stack, and the last stacks fully explained. A stack's new
+    file_cache events come between its cookie and it. Those after it, before the next
+    cookie, are its repeats, every file it holds, written when the first-sight cache began
+    a new generation while the stack was written (src/stack.rs, HeldFiles::repeat): as when
+    the work item that arms the __fput probes runs late, on a loaded host, into the first
+    stacks. Repeats count against no budget."""
     mine = [e for e in events if e["comm"] == "uu_many"]
-    per_stack, caches, resolved = [], 0, []
+    per_stack, caches, repeats, resolved = [], 0, 0, []
+    after_stack = False
     for e in mine:
         if e["event"] == "file_cache":
-            caches += 1
+            if after_stack:
+                repeats += 1
+            else:
+                caches += 1
         elif e["event"] == "user_unwind_stack":
             per_stack.append(caches)
-            caches = 0
+            caches, after_stack = 0, True
+        elif e["event"] == "user_unwind_cookie":
+            after_stack = False
     for stack, files in resolve(events):
         if stack["comm"] == "uu_many":
             resolved.append(sum(isinstance(f, dict) for f in files))
@@ -368,7 +379,8 @@ def check_many(events):
     check("a 41-file stack writes at most 16 new file_cache a stack, then all",
           len(per_stack) == 6 and max(per_stack) <= NEW_FILES_PER_STACK and frames
           and min(frames) >= 44 and resolved[-1] == 41 and resolved[0] < 41,
-          f"file_cache per stack {per_stack}, frames {frames}, resolved {resolved}")
+          f"file_cache per stack {per_stack} ({repeats} repeated after them), frames "
+          f"{frames}, resolved {resolved}")
     check("frames in no mapping are their raw address with file cookie 0",
           unmapped and all(u == [(0x1000, 0), (0x1008, 0), (0x1010, 0)] for u in unmapped),
           f"{unmapped[:2]}")
