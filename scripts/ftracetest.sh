@@ -8,9 +8,9 @@
 # the module slowed most. (With 2 CPUs even the run without the module can die in
 # function_graph's code patching under TCG: an int3 Oops, not the module's.)
 # Usage: scripts/ftracetest.sh [TEST...] (default: test.d/00basic test.d/event
-# test.d/instances test.d/trigger: on this 2-core machine 30 to 45 minutes without the
-# module and more than an hour and three quarters with it, since switching function_graph
-# on takes minutes under TCG and longer with a program running on the one CPU)
+# test.d/instances test.d/trigger: here 57 minutes without the module and WITHMIN with
+# it, nearly all of the difference in basic2.tc, which switches every tracer on: that takes
+# minutes under TCG and more than three times as long with a program running on the one CPU)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -48,8 +48,10 @@ from splat import splats as find_splats  # noqa: E402
 
 work = sys.argv[1]
 status = {"without": int(sys.argv[2]), "with": int(sys.argv[3])}
-KTAP = re.compile(r"^(without|with): (not ok|ok) \d+ (.*?)(?: # (\w+))?$")
+KTAP = re.compile(r"^(without|with): (not ok|ok) (\d+ .*?)(?: # (\w+))?$")
 TIME = re.compile(r"^time: (without|with) (?:start )?([\d.]+)$")
+# Results by "number name": two of the trigger tests share a description. Both arms run
+# the same list, so a number names the same test in both.
 runs = {"without": {}, "with": {}}
 # Seconds each test took (from the uptime after the one before it), and each arm's total.
 took = {"without": {}, "with": {}}
@@ -75,7 +77,7 @@ for arm in runs:
     if arm == "with":
         counters = re.search(
             r"^module: requests=(?P<requests>\d+) stacks=(?P<stacks>\d+) "
-            r"file_cache=(?P<file_cache>\d+)$", out, re.M)
+            r"exited=(?P<exited>\d+) file_cache=(?P<file_cache>\d+)$", out, re.M)
     if status[arm]:
         err = open(os.path.join(work, arm + ".err"), errors="replace").read().splitlines()
         for line in err[-30:]:
@@ -107,7 +109,8 @@ for d in diff:
 # The module must have done its work beside the tests, not only been loaded.
 if counters:
     print(f"ftracetest with the module: {counters['requests']} requests, "
-          f"{counters['stacks']} stacks, {counters['file_cache']} file_cache")
+          f"{counters['stacks']} stacks, {counters['exited']} whose task exited first, "
+          f"{counters['file_cache']} file_cache")
 else:
     print("the guest did not report the module's counters")
 for line in splats[:20]:

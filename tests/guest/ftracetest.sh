@@ -54,6 +54,8 @@ kill $chain
 wait $chain 2>/dev/null
 echo "option $(cat $T/options/userstacktrace_delay 2>/dev/null)"
 # What the module did beside the tests: the host wants stacks, not only a loaded module. (On
-# the test kernel, stacks also counts the KUnit suite's empty record, written at insmod.)
-echo "module: requests=$(uu requests_queued) stacks=$(uu stacks) file_cache=$(uu file_cache)"
+# the test kernel, stacks also counts the KUnit suite's empty record, written at insmod.) A
+# request whose task exits before it returns to user space gets no stack: exited counts
+# them.
+echo "module: requests=$(uu requests_queued) stacks=$(uu stacks) exited=$(uu exit_callbacks) file_cache=$(uu file_cache)"
 rmmod user_unwind
