@@ -5,12 +5,12 @@
 # side: one without the module, one with it loaded, userstacktrace_delay on and a
 # frame-pointer program making traced system calls. Fails when a test's result differs
 # between the two arms or a guest's console has a splat; prints each arm's time and the tests
-# the module slowed most. (With 2 CPUs even the run without the module can die in
+# that took longest more in the module's arm. (With 2 CPUs even the run without the module can die in
 # function_graph's code patching under TCG: an int3 Oops, not the module's.)
 # Usage: scripts/ftracetest.sh [TEST...] (default: test.d/00basic test.d/event
-# test.d/instances test.d/trigger: here 57 minutes without the module and WITHMIN with
-# it, nearly all of the difference in basic2.tc, which switches every tracer on: that takes
-# minutes under TCG and more than three times as long with a program running on the one CPU)
+# test.d/instances test.d/trigger: here 57 minutes without the module and 108 with it,
+# nearly all of the difference in basic2.tc, which switches every tracer on: that takes
+# minutes under TCG and far longer with a program running on the one CPU, module or not)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -99,7 +99,7 @@ slower = sorted(((took["with"][n] - took["without"][n], n) for n in took["with"]
                  if n in took["without"]), reverse=True)
 for extra, n in slower[:5]:
     if extra >= 10:
-        print(f"ftracetest slowed most: {n}: {took['without'][n]:.0f} s without, "
+        print(f"ftracetest longer with the module: {n}: {took['without'][n]:.0f} s without, "
               f"{took['with'][n]:.0f} s with")
 diff = [f"{n}: {runs['without'].get(n)} without, {runs['with'].get(n)} with"
         for n in sorted(set(runs["without"]) | set(runs["with"]))
