@@ -5,8 +5,8 @@
 # side: one without the module, one with it loaded, userstacktrace_delay on and a
 # frame-pointer program making traced system calls. Fails when a test's result differs
 # between the two arms or a guest's console has a splat; prints each arm's time and the tests
-# that took longest more in the module's arm. (With 2 CPUs even the run without the module can die in
-# function_graph's code patching under TCG: an int3 Oops, not the module's.)
+# that took longest more in the module's arm. (With 2 CPUs even the run without the module
+# can die in function_graph's code patching under TCG: an int3 Oops, not the module's.)
 # Usage: scripts/ftracetest.sh [TEST...] (default: test.d/00basic test.d/event
 # test.d/instances test.d/trigger: here 57 minutes without the module and 108 with it,
 # nearly all of the difference in basic2.tc, which switches every tracer on: that takes
