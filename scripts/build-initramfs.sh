@@ -26,10 +26,7 @@ copy_with_libs "$(command -v trace-cmd)" /usr/bin/trace-cmd
 # The kernel's ftrace selftests (scripts/ftracetest.sh) want bash.
 copy_with_libs /bin/bash /bin/bash
 
-# The test programs are built once into the cache, so the host-side checks read the very
-# binaries that ran in the guest.
-mkdir -p "$CACHE/prog"
-make -s -C "$ROOT/tests/prog" OUT="$CACHE/prog" || die "building the test programs failed"
+build_test_programs
 for lib in libuutest.so libuua.so libuub.so; do
 	install -m 0755 "$CACHE/prog/$lib" "$OUT/usr/lib/$lib"
 done

@@ -5,7 +5,7 @@
 # side: one without the module, one with it loaded, userstacktrace_delay on and a
 # frame-pointer program making traced system calls. Fails when a test's result differs
 # between the two arms or a guest's console has a splat; prints each arm's time and the tests
-# that took longest more in the module's arm. (With 2 CPUs even the run without the module
+# that took the most extra time in the module's arm. (With 2 CPUs even the run without the module
 # can die in function_graph's code patching under TCG: an int3 Oops, not the module's.)
 # Usage: scripts/ftracetest.sh [TEST...] (default: test.d/00basic test.d/event
 # test.d/instances test.d/trigger: here 57 minutes without the module and 108 with it,
@@ -23,7 +23,7 @@ SRC=$(kernel_src)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # The two guests would otherwise both (re)build the test programs into the cache at once.
-make -s -C "$ROOT/tests/prog" OUT="$CACHE/prog" || die "building the test programs failed"
+build_test_programs
 # One arm in its own guest; both run at once, on the machine's two cores.
 guest() {
 	UU_GUEST_TIMEOUT=${UU_GUEST_TIMEOUT:-$limit} "$ROOT/scripts/run-guest.sh" --smp 1 \

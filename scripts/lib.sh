@@ -62,6 +62,12 @@ kernel_build_dir() {
 
 # The module built for the prod flavour (build-module.sh KDIR=prod).
 prod_module_dir() { echo "$CACHE/module/prod"; }
+# The test programs, built once into the cache (frame pointers), so that the host-side
+# checks read the very binaries that ran in the guest.
+build_test_programs() {
+	mkdir -p "$CACHE/prog"
+	make -s -C "$ROOT/tests/prog" OUT="$CACHE/prog" || die "building the test programs failed"
+}
 
 rust_lib_src() { echo "$CACHE/rust-src-$(rustc_version)/usr/src/rustc-$(rustc_version)/library"; }
 

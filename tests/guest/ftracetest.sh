@@ -21,7 +21,7 @@ if [ "$arm" = with ]; then
 	insmod /lib/modules/user_unwind.ko enable=1 || exit 1
 	# A traced call every 20 ms: the module's work beside the tests, not a load that
 	# starves the one CPU they share (at every 2 ms, switching function_graph on took more
-	# than three times as long as without the module).
+	# than three times as long as with neither module nor program).
 	uu_chain 1000000000 20000 >/dev/null &
 	chain=$!
 	# Every test starts by resetting the tracing state, the module's events with the rest:
