@@ -27,24 +27,36 @@ bool uu_hook_requesting(void);		/* task context */
 void uu_events_init(void);
 bool uu_is_own_event(unsigned short type);
 bool uu_is_cookie_event(unsigned short type);
+bool uu_is_file_cache_event(unsigned short type);
 void uu_emit_stack(u64 cookie, u16 start, u16 total, const u64 *files,
 		   u32 nr_files, const u32 *lo, const u32 *hi, const u8 *idx, u32 nr);
-void uu_emit_file_cache(u64 cookie, const char *path, const u8 *build_id,
-			u32 build_id_len);
+bool uu_emit_file_cache(u64 cookie, const char *path, const u8 *build_id,
+			u32 build_id_len);	/* task context: true when a buffer took it */
+void uu_file_cache_committed(void);	/* the export saw a file_cache commit */
+bool uu_file_cache_enabled(void);	/* any context */
 int uu_file_cache_reg(void);		/* file_cache's reg callback */
-bool uu_file_cache_durable(void);	/* any context */
 void uu_file_cache_unreg(void);
 
-/* src/files.c: what file_cache reports, and the end of a file's life. */
+/* src/files.c: the files behind file cookies, and the buffer resets readers cause. */
 struct file;
-int uu_files_init(void);		/* task context; probes __fput and buffer resets */
+struct vm_area_struct;
+
+/* A mapped file's identity; mirrored by FileId in src/logic/frames.rs. */
+struct uu_file_id {
+	u64 ino;
+	s64 ctime_sec;
+	u32 dev;
+	u32 generation;
+	u32 ctime_nsec;
+	u32 pad;
+};
+
+int uu_files_init(void);		/* task context; probes buffer resets */
 void uu_files_exit(void);
-void uu_files_arm(bool on);		/* task context, none of our locks (src/hook.c) */
-bool uu_files_check(void);		/* task context: may the __fput probe have missed? */
 bool uu_files_resets_probed(void);	/* are buffer resets seen? */
+struct file *uu_vma_file_id(struct vm_area_struct *vma, struct uu_file_id *id);
 const char *uu_file_path(struct file *file, char *buf, int len);
 long uu_file_read(struct file *file, u64 offset, u8 *buf, size_t len);
-struct vm_area_struct;
 int uu_vma_name(struct vm_area_struct *vma, char *buf, int len, bool *special);
 
 /* src/option.c: options/userstacktrace_delay. Task context. */
@@ -69,7 +81,9 @@ enum uu_stat {
 	UU_STAT_FILE_CACHE_DEFERRED,	/* new files left to a later stack by the cap */
 	UU_STAT_BUILD_ID_UNCACHED,	/* build-ids not read: pages not in the page cache */
 	UU_STAT_CACHE_RESETS,		/* first-sight cache cleared */
-	UU_STAT_PROBE_MISSES,		/* stacks that found the __fput probe may have missed */
+	UU_STAT_FILE_CACHE_DROPPED,	/* file_cache events no buffer took */
+	UU_STAT_LOOKUPS_CONTENDED,	/* frames left raw: mmap_lock was taken */
+	UU_STAT_STACKS_AFTER_EXEC,	/* stacks left empty: the task exec'd since the request */
 	UU_STAT_NR
 };
 
@@ -93,23 +107,20 @@ enum {
 	UU_LAYOUT_VMA_MM,
 	UU_LAYOUT_VMA_FLAGS,
 	UU_LAYOUT_FILE_SIZE,
+	UU_LAYOUT_FILE_ID_SIZE,
 	UU_LAYOUT_NR
 };
 
 int uu_layout(size_t *out, size_t n);	/* -EINVAL when n != UU_LAYOUT_NR */
 u64 uu_now_ns(void);
-void uu_get_random_key(u64 key[2]);
+int uu_get_random_key(u64 key[2]);	/* task context, may sleep */
 u64 uu_kernel_siphash(const void *data, size_t len, const u64 key[2]);
 u64 uu_kernel_siphash_1u64(u64 value, const u64 key[2]);
 
 /* Rust: translate and emit one unwound stack. Task context, may fault and sleep. */
 void uu_rust_stack(const unsigned long *ips, u32 nr, u64 cookie);
-/* Rust: the struct file at @file is being freed. Any context but NMI. */
-void uu_rust_file_freed(unsigned long file);
 /* Rust: every file cookie needs a new file_cache event (a new reader may be starting). */
 void uu_rust_files_reset(void);
-/* Rust: whether a kallsyms name is __fput or a compiler clone of it. Any context. */
-bool uu_is_fput_symbol(const char *name, size_t len);
 /* Rust: parse a write to the option file. Returns 0 or 1, or -EINVAL. */
 int uu_rust_parse_option(const u8 *buf, size_t len);
 

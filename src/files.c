@@ -1,22 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The files behind file cookies: their path and contents for file_cache, and the probes
- * that keep the first-sight cache honest.
+ * The files behind file cookies: their identity, path and contents for file_cache, and the
+ * probes that tell the first-sight cache when a reader may have lost what it was told.
  *
- * - __fput(), and any compiler clone of it (__fput.isra.0 and the like, found in kallsyms
- *   at load): the struct file is about to be freed, so a new file at the same address gets
- *   its own file_cache event. Armed only while stacks are requested (uu_files_arm()), so a
- *   loaded, idle module costs the system's fput() nothing; armed, it runs for every final
- *   fput(), in task or workqueue context (never NMI), and does one hash and one load (a
- *   compare-exchange only for a file in the cache). On x86 with CONFIG_KPROBES_ON_FTRACE
- *   it is an ftrace call, not an int3. While it is disarmed the cache is not trusted.
- * - The ring buffer switched on or reset, resized or re-enabled (tracing_on, echo > trace,
- *   trace-cmd starting, a reader of the trace file finishing): a reader may have lost the
- *   file_cache events written before, so the cache starts a new generation. Cold paths.
+ * A file cookie hashes the file's identity (uu_vma_file_id()), which no other file takes
+ * over, so nothing follows the lifetime of files.
  *
- * When the __fput probe may have missed a call (kprobes disarmed globally through
- * debug/kprobes/enabled, or its nmissed count grew), uu_files_check() tells the callback
- * to clear the cache rather than trust it.
+ * The ring buffer switched on or reset, resized or re-enabled (tracing_on, echo > trace,
+ * trace-cmd starting, a reader of the trace file finishing): a reader may have lost the
+ * file_cache events written before, so the cache starts a new generation. Cold paths.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -26,29 +18,11 @@
 #include <linux/kprobes.h>
 #include <linux/magic.h>
 #include <linux/mm.h>
+#include <linux/mount.h>
 #include <linux/pagemap.h>
 #include <linux/printk.h>
 #include <linux/string.h>
 #include <user_unwind.h>
-
-#include "wrapper/symbols.h"
-
-/* __fput itself and at most this many clones of it. */
-#define UU_FPUT_PROBES 4
-
-static int uu_fput_pre(struct kprobe *p, struct pt_regs *regs)
-{
-	uu_rust_file_freed(regs_get_kernel_argument(regs, 0));
-	return 0;
-}
-
-static struct kprobe uu_fput_probes[UU_FPUT_PROBES];
-static struct kprobe *uu_fput_probe_ptrs[UU_FPUT_PROBES];
-static char uu_fput_names[UU_FPUT_PROBES][KSYM_NAME_LEN];
-static int uu_nr_fput_probes;
-static int uu_nr_fput_symbols;
-/* Every __fput probe is armed; written by uu_files_arm() only. */
-static bool uu_fput_armed;
 
 static int uu_reset_pre(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
@@ -78,53 +52,19 @@ static struct kretprobe uu_reset_probes[] = {
 
 static struct kretprobe *uu_reset_probe_ptrs[ARRAY_SIZE(uu_reset_probes)];
 static bool uu_reset_probed;
-static unsigned long uu_missed_seen;
-
-static int uu_find_fput(void *data, const char *name, unsigned long addr)
-{
-	if (!uu_is_fput_symbol(name, strlen(name)))
-		return 0;
-	if (uu_nr_fput_symbols++ < UU_FPUT_PROBES)
-		strscpy(uu_fput_names[uu_nr_fput_probes++], name, KSYM_NAME_LEN);
-	return 0;
-}
 
 /**
- * uu_files_init - start following the end of struct file lifetimes and buffer resets
+ * uu_files_init - start following the ring buffer's resets
+ *
+ * Without the probes the module still works: every stack then repeats its new file_cache
+ * events after itself (see HeldFiles::repeat in src/files.rs).
  *
  * Context: task, may sleep.
- * Return: 0, -ENOENT when no __fput is found, or the negative errno of register_kprobes().
+ * Return: 0.
  */
 int uu_files_init(void)
 {
 	int i, ret;
-
-	uu_nr_fput_probes = 0;
-	uu_nr_fput_symbols = 0;
-	uu_call(kallsyms_on_each_symbol)(uu_find_fput, NULL);
-	if (!uu_nr_fput_probes) {
-		pr_err("no __fput in kallsyms: file cookies could not be told apart\n");
-		return -ENOENT;
-	}
-	if (uu_nr_fput_symbols > UU_FPUT_PROBES) {
-		pr_err("%d copies of __fput, more than the %d the module probes\n",
-		       uu_nr_fput_symbols, UU_FPUT_PROBES);
-		uu_nr_fput_probes = 0;
-		return -E2BIG;
-	}
-	for (i = 0; i < uu_nr_fput_probes; i++) {
-		uu_fput_probes[i].symbol_name = uu_fput_names[i];
-		uu_fput_probes[i].pre_handler = uu_fput_pre;
-		/* Registered disarmed: uu_files_arm() arms them while stacks are requested. */
-		uu_fput_probes[i].flags = KPROBE_FLAG_DISABLED;
-		uu_fput_probe_ptrs[i] = &uu_fput_probes[i];
-	}
-	ret = register_kprobes(uu_fput_probe_ptrs, uu_nr_fput_probes);
-	if (ret) {
-		pr_err("cannot probe %s (%d): file cookies could not be told apart\n",
-		       uu_fput_names[0], ret);
-		return ret;
-	}
 
 	for (i = 0; i < ARRAY_SIZE(uu_reset_probes); i++) {
 		uu_reset_probes[i].maxactive = max(2 * num_possible_cpus(), 16U);
@@ -138,55 +78,11 @@ int uu_files_init(void)
 	return 0;
 }
 
-/**
- * uu_files_arm - arm or disarm the __fput probes
- * @on: arm them
- *
- * Stacks are requested only while they are armed; a stack recorded while they are not (one
- * requested just before) finds uu_files_check() true and trusts nothing the cache says.
- * The cache starts a new generation after every change: files freed while the probes were
- * disarmed are forgotten, and a stack whose file_cache events were decided across the
- * change repeats them after it.
- *
- * Context: task, may sleep, holding none of the locks an event's reg callback runs under
- * (enable_kprobe() takes kprobe_mutex: see src/hook.c); called only by the hook's work item
- * and, after it is cancelled, by uu_hook_exit(), which serialises the calls.
- */
-void uu_files_arm(bool on)
-{
-	int i, ret = 0;
-
-	if (on == uu_fput_armed)
-		return;
-	if (!on)
-		WRITE_ONCE(uu_fput_armed, false);
-	for (i = 0; i < uu_nr_fput_probes; i++) {
-		if (!on) {
-			disable_kprobe(&uu_fput_probes[i]);
-			continue;
-		}
-		ret = enable_kprobe(&uu_fput_probes[i]);
-		if (ret)
-			break;
-	}
-	if (ret) {
-		pr_warn_once("cannot arm %s (%d): every stack rewrites its file_cache events\n",
-			     uu_fput_names[i], ret);
-		while (i--)
-			disable_kprobe(&uu_fput_probes[i]);
-	}
-	uu_rust_files_reset();
-	if (on && !ret)
-		WRITE_ONCE(uu_fput_armed, true);
-}
-
 void uu_files_exit(void)
 {
 	if (uu_reset_probed)
 		unregister_kretprobes(uu_reset_probe_ptrs, ARRAY_SIZE(uu_reset_probes));
 	uu_reset_probed = false;
-	unregister_kprobes(uu_fput_probe_ptrs, uu_nr_fput_probes);
-	uu_nr_fput_probes = 0;
 }
 
 /* Whether the ring buffer's resets and switches reach uu_rust_files_reset(). */
@@ -196,33 +92,47 @@ bool uu_files_resets_probed(void)
 }
 
 /**
- * uu_files_check - whether the __fput probes may have missed a call since the last check
+ * uu_vma_file_id - the identity of the file a VMA maps
+ * @vma: a VMA whose lock (or mmap_lock) the caller holds
+ * @id: filled with the file's identity when it has one
  *
- * True while the module keeps them disarmed (no stacks requested), while kprobes are
- * disarmed globally (debug/kprobes/enabled is 0) and when a probe counted a miss; the
- * caller then must not trust the first-sight cache. A global disarm and re-arm between two
- * checks is not seen: nothing the module can probe runs then.
+ * The identity is what /proc/PID/maps shows, device and inode number of the inode user
+ * space sees (file_user_inode(): overlayfs's, not the layer's), with the inode's generation
+ * and change time, which tell apart an inode number reused by another file and a file
+ * rewritten in place. The change time is read without the inode lock: a read that races a
+ * change may mix the old and new time, which only makes a cookie no file_cache explains
+ * yet, and the next stack reads it whole.
  *
- * Context: task.
+ * Only a file a symbolizer can open by its path has an identity. Not one:
+ * - anonymous memory with a vm_file: a private mapping of /dev/zero (vma_is_anonymous()),
+ *   shared anonymous memory, anonymous huge pages and memfd files (files of a kernel-
+ *   internal mount: shmem's, hugetlbfs's), whose frames are JIT code when they are code;
+ * - VM_PFNMAP and VM_IO mappings: a copy-on-write remap_pfn_range() sets vm_pgoff to the
+ *   page frame number, so their "file offset" would be a physical address.
+ * Their frames are recorded as raw addresses, as perf records them.
+ *
+ * Context: task, VMA stabilised.
+ * Return: the mapped file (valid while the VMA's lock is held), or NULL.
  */
-bool uu_files_check(void)
+struct file *uu_vma_file_id(struct vm_area_struct *vma, struct uu_file_id *id)
 {
-	unsigned long missed = 0;
-	int i;
+	struct file *file = vma->vm_file;
+	const struct inode *inode;
+	struct timespec64 ctime;
 
-	if (!READ_ONCE(uu_fput_armed))
-		return true;
-	for (i = 0; i < uu_nr_fput_probes; i++)
-		missed += READ_ONCE(uu_fput_probes[i].nmissed);
-	for (i = 0; uu_reset_probed && i < ARRAY_SIZE(uu_reset_probes); i++)
-		missed += READ_ONCE(uu_reset_probes[i].nmissed) +
-			  READ_ONCE(uu_reset_probes[i].kp.nmissed);
-	if (READ_ONCE(*uu_sym.kprobes_all_disarmed) || missed != READ_ONCE(uu_missed_seen)) {
-		WRITE_ONCE(uu_missed_seen, missed);
-		uu_stat_add(UU_STAT_PROBE_MISSES, 1);
-		return true;
-	}
-	return false;
+	if (!file || vma_is_anonymous(vma) || (vma->vm_flags & (VM_PFNMAP | VM_IO)) ||
+	    (file_user_path(file)->mnt->mnt_flags & MNT_INTERNAL))
+		return NULL;
+	inode = file_user_inode(file);
+	ctime = inode_get_ctime(inode);
+	*id = (struct uu_file_id) {
+		.ino = inode->i_ino,
+		.ctime_sec = ctime.tv_sec,
+		.dev = inode->i_sb->s_dev,
+		.generation = inode->i_generation,
+		.ctime_nsec = ctime.tv_nsec,
+	};
+	return file;
 }
 
 static bool uu_needs_escape(unsigned char c)
@@ -346,8 +256,9 @@ long uu_file_read(struct file *file, u64 offset, u8 *buf, size_t len)
 }
 
 /**
- * uu_vma_name - the name the kernel gives a VMA without a file
- * @vma: a VMA whose lock (or mmap_lock) the caller holds
+ * uu_vma_name - the name the kernel gives a VMA without a file identity
+ * @vma: a VMA whose lock (or mmap_lock) the caller holds, for which uu_vma_file_id()
+ *       found no identity
  * @buf: where the name is written, NUL-terminated
  * @len: size of @buf
  * @special: set when the name is a special mapping's, cleared for anonymous memory
@@ -364,8 +275,6 @@ int uu_vma_name(struct vm_area_struct *vma, char *buf, int len, bool *special)
 	const char *name = NULL;
 
 	*special = false;
-	if (vma->vm_file)
-		return 0;
 	if (vma->vm_ops && vma->vm_ops->name)
 		name = vma->vm_ops->name(vma);
 	if (name) {

@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! `file_cache` events: what each file cookie stands for, written before the first stack
-//! that uses it and again whenever the `struct file` behind it may have changed or a reader
-//! may have lost it.
+//! that uses it, again as a reminder, and whenever a reader may have lost it.
 
 use crate::ffi;
 use crate::logic::buildid::{find_build_id, ReadAt, ReadError};
 use crate::logic::frames::{name_cookie, CHUNK_FRAMES};
 use crate::logic::seen::{CachedId, FirstSight, Sighting};
-use crate::stack::COOKIES;
 use crate::stats::{self, Stat};
 use crate::Keys;
 use core::mem::MaybeUninit;
@@ -36,43 +34,27 @@ fn reader_start() {
     stats::add(Stat::CacheResets, 1);
 }
 
-/// Prepares the `file_cache` events of one chunk: clears the cache when the `__fput` probe
-/// may have missed a file's end, then captures the generation, then samples whether a
-/// `file_cache` written now lands (the event is enabled and the top-level instance records;
-/// one written while either is off is dropped).
-fn begin() -> Report {
-    // SAFETY: A plain C function without preconditions, called in task context.
-    let missed = unsafe { ffi::uu_files_check() };
-    if missed {
-        reader_start();
-    }
-    let generation = SEEN.generation();
-    // SAFETY: A plain C function without preconditions.
-    let on = unsafe { ffi::uu_file_cache_durable() };
-    Report {
-        generation,
-        durable: on && !missed,
-    }
+/// Whether a `file_cache` written now can land anywhere: some instance enables the event.
+/// Without it, a stack neither holds files nor reads them.
+pub(crate) fn wanted() -> bool {
+    // SAFETY: A plain C function without preconditions, callable in any context.
+    unsafe { ffi::uu_file_cache_enabled() }
 }
 
-/// What [`HeldFiles::report`] found: the generation its `file_cache` events were written
-/// in (captured before they were, and before the state of the buffer was sampled), and
-/// whether they may be remembered.
+/// What [`HeldFiles::report`] found: the generation its `file_cache` events were written in
+/// (captured before they were).
 #[derive(Clone, Copy)]
 pub(crate) struct Report {
     generation: u64,
-    durable: bool,
 }
 
 impl Report {
-    /// Whether the `file_cache` events written before the stack may be gone from the trace
-    /// now that the stack is written (a reader reset the buffer or switched tracing back on
-    /// in between): then [`HeldFiles::repeat`] them after it. Without the ring-buffer probes
-    /// nothing says so, and every stack not known durable repeats them.
+    /// Whether the `file_cache` events written before the stack, or before this stack's
+    /// files were found known, may be gone from the trace now that the stack is written (a
+    /// reader reset the buffer or switched tracing back on in between): then the caller
+    /// writes the chunk's files again after it.
     pub(crate) fn needs_repeat(&self) -> bool {
-        // SAFETY: A plain C function without preconditions.
-        let probed = unsafe { ffi::uu_files_resets_probed() };
-        SEEN.generation() != self.generation || (!self.durable && !probed)
+        SEEN.generation() != self.generation
     }
 }
 
@@ -137,10 +119,12 @@ impl Drop for FileRef {
     }
 }
 
-/// Files looked up for one chunk of a stack, each held by a reference until the chunk's
-/// events are written, so none can be freed (and its address reused for another file) in
-/// between; and the names of the file-less mappings the chunk uses. On the stack: nothing
-/// is allocated, and nothing can fail to be held.
+/// The files of one chunk of a stack whose `file_cache` is not known to be in the trace,
+/// each held by a reference from its lookup until its event is written (the path and the
+/// build-id are read from it after the VMA's lock is dropped); and the names of the
+/// file-less mappings the chunk uses. A file whose cookie the first-sight cache knows is
+/// not held at all: in steady state a stack takes no reference. On the stack: nothing is
+/// allocated, and nothing can fail to be held.
 ///
 /// # Invariants
 ///
@@ -148,12 +132,16 @@ impl Drop for FileRef {
 pub(crate) struct HeldFiles<'k> {
     keys: &'k Keys,
     /// One lookup per frame at most, so a chunk never needs more. Left uninitialised and
-    /// dropped only as far as it is used: a stack holds a handful of files, and zeroing and
-    /// dropping 64 slots cost more than the references themselves (Documentation/
-    /// performance.rst).
+    /// dropped only as far as it is used.
     files: [MaybeUninit<FileRef>; CHUNK_FRAMES],
+    /// The cookie of each held file.
+    cookies: [u64; CHUNK_FRAMES],
     nr_files: usize,
+    /// Files this stack may still hold: its remaining `file_cache` budget, less the files
+    /// held and not yet written.
+    room: usize,
     names: [Option<Named>; MAX_NAMES],
+    now: u64,
 }
 
 impl Drop for HeldFiles<'_> {
@@ -167,21 +155,28 @@ impl Drop for HeldFiles<'_> {
 }
 
 impl<'k> HeldFiles<'k> {
-    pub(crate) fn new(keys: &'k Keys) -> Self {
+    /// An empty set for a stack with `budget` `file_cache` writes left.
+    pub(crate) fn new(keys: &'k Keys, budget: usize) -> Self {
         HeldFiles {
             keys,
             files: [const { MaybeUninit::uninit() }; CHUNK_FRAMES],
+            cookies: [0; CHUNK_FRAMES],
             nr_files: 0,
+            room: budget,
             names: [None; MAX_NAMES],
+            now: now_ns(),
         }
     }
 
-    /// The files held so far (the slots after them are empty).
-    fn held(&self) -> impl Iterator<Item = &FileRef> {
-        self.files[..self.nr_files].iter().map(|file| {
-            // SAFETY: By the type invariant the first `nr_files` slots are initialised.
-            unsafe { file.assume_init_ref() }
-        })
+    /// The files held so far, with their cookies (the slots after them are empty).
+    fn held(&self) -> impl Iterator<Item = (&FileRef, u64)> {
+        self.files[..self.nr_files]
+            .iter()
+            .zip(self.cookies)
+            .map(|(file, cookie)| {
+                // SAFETY: By the type invariant the first `nr_files` slots are initialised.
+                (unsafe { file.assume_init_ref() }, cookie)
+            })
     }
 
     /// Notes the name of a mapping without a file; returns its cookie, or `None` when the
@@ -207,20 +202,28 @@ impl<'k> HeldFiles<'k> {
         None
     }
 
-    /// Holds `file` (a `vm_file` value read under the VMA's lock) if not held yet.
+    /// Holds `file` (a `vm_file` value read under the VMA's lock), whose cookie is
+    /// `cookie`, if its `file_cache` may be due and the stack's budget has room for it.
     ///
     /// # Safety
     ///
     /// `file` must point at a `struct file` with a positive refcount: the caller holds the
     /// lock of a VMA whose `vm_file` it is.
-    pub(crate) unsafe fn hold(&mut self, file: *mut bindings::file) {
+    pub(crate) unsafe fn hold(&mut self, file: *mut bindings::file, cookie: u64) {
         let Some(file) = NonNull::new(file) else {
             return;
         };
-        if self.held().any(|f| f.0 == file) {
+        if SEEN.is_known(cookie, self.now) || self.held().any(|(_, c)| c == cookie) {
             return;
         }
-        let Some(slot) = self.files.get_mut(self.nr_files) else {
+        if self.room == 0 {
+            stats::add(Stat::FileCacheDeferred, 1);
+            return;
+        }
+        let (Some(slot), Some(c)) = (
+            self.files.get_mut(self.nr_files),
+            self.cookies.get_mut(self.nr_files),
+        ) else {
             // More lookups than frames in a chunk: impossible by construction.
             kernel::warn_on!(true);
             return;
@@ -228,121 +231,76 @@ impl<'k> HeldFiles<'k> {
         // SAFETY: The caller guarantees `file` is valid with a positive refcount for now; the
         // reference of our own is taken before the VMA lock is dropped.
         slot.write(unsafe { FileRef::get(file) });
+        *c = cookie;
+        self.room -= 1;
         // INVARIANT: The slot just written is the one after the initialised ones.
         self.nr_files += 1;
     }
 
     /// Writes a `file_cache` event for every held file and name that needs one, before the
-    /// chunk's stack, at most `budget` of them new (the budget is decreased). Call
-    /// [`Self::repeat`] after the stack if the returned [`Report`] says so.
+    /// chunk's stack, at most `budget` of them (the budget is decreased), and remembers
+    /// each that a buffer took. Call it again for the files of the chunk after the stack
+    /// if the returned [`Report`] says so.
     ///
     /// Context: task, may sleep.
     pub(crate) fn report(&self, budget: &mut usize) -> Report {
-        let report = begin();
-        let Report {
-            generation,
-            durable,
-        } = report;
-        let now = now_ns();
-        self.emit_all(
-            |key| match SEEN.sighting(key, now) {
-                Sighting::Known => Action::Skip,
-                // A reminder also refreshes the slot: a build-id not readable at first
-                // sight (pages not cached) is read again.
-                Sighting::Reminder if durable => Action::WriteAndRecord,
-                Sighting::Reminder => Action::Write,
-                Sighting::New if *budget == 0 => {
-                    stats::add(Stat::FileCacheDeferred, 1);
-                    Action::Skip
-                }
-                Sighting::New => {
-                    *budget -= 1;
-                    if durable {
-                        Action::WriteAndRecord
-                    } else {
-                        Action::Write
-                    }
-                }
-            },
-            |key, id| {
-                SEEN.record(key, id, now, generation);
-            },
-        );
-        report
-    }
-
-    /// Writes the `file_cache` of every held file and name again, after the chunk's stack.
-    /// A reader that resets the buffer while a stack's events are being written keeps the
-    /// stack but loses what came before it; these copies explain the stack's cookies right
-    /// after it.
-    ///
-    /// Context: task, may sleep.
-    pub(crate) fn repeat(&self) {
-        self.emit_all(|_| Action::Write, |_, _| {});
-    }
-
-    /// Writes the `file_cache` of each held name and file for which `decide(key)` says so
-    /// (the key is a name's cookie or a file's pointer value), and calls `record(key, id)`
-    /// right after the event of each one it says to remember, with the build-id the event
-    /// carried: only after the event is written, so that whoever finds the key in the cache
-    /// writes its stack after that event.
-    fn emit_all(
-        &self,
-        mut decide: impl FnMut(u64) -> Action,
-        mut record: impl FnMut(u64, &CachedId),
-    ) {
+        let generation = SEEN.generation();
+        let now = self.now;
         // A name is its own identity: its cookie is the cache key, never forgotten but by
         // eviction, clearing or a reminder.
         for named in self.names.iter().flatten() {
-            let action = decide(named.cookie);
-            if action == Action::Skip {
+            if !take(named.cookie, now, budget) {
                 continue;
             }
             // SAFETY: `name` is NUL-terminated within its `NAME_MAX` bytes.
-            unsafe {
+            let committed = unsafe {
                 ffi::uu_emit_file_cache(named.cookie, named.name.as_ptr(), [0u8; 0].as_ptr(), 0)
             };
-            stats::add(Stat::FileCache, 1);
-            if action == Action::WriteAndRecord {
-                record(named.cookie, &CachedId::None);
-            }
+            written(named.cookie, committed, &CachedId::None, now, generation);
         }
         let mut path: Option<KVec<u8>> = None;
         // Without memory for a full path, a short one (shortened visibly) still explains
         // the cookie.
         let mut short_path = [0u8; SHORT_PATH_BUF];
-        for file in self.held() {
-            let ptr = file.as_ptr() as usize as u64;
-            let action = decide(ptr);
-            if action == Action::Skip {
+        for (file, cookie) in self.held() {
+            if !take(cookie, now, budget) {
                 continue;
             }
             if path.is_none() {
                 path = KVec::from_elem(0u8, PATH_BUF, GFP_KERNEL).ok();
             }
             let buf = path.as_deref_mut().unwrap_or(&mut short_path[..]);
-            let id = emit(
-                file,
-                COOKIES.cookie(ptr, &self.keys.file),
-                buf,
-                SEEN.build_id(ptr),
-            );
-            if action == Action::WriteAndRecord {
-                record(ptr, &id);
-            }
+            let (id, committed) = emit(file, cookie, buf, SEEN.build_id(cookie));
+            written(cookie, committed, &id, now, generation);
         }
+        Report { generation }
     }
 }
 
-/// What to do with one held file or name.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Action {
-    /// Nothing: its `file_cache` is in the trace, or the budget is spent.
-    Skip,
-    /// Write its `file_cache`.
-    Write,
-    /// Write its `file_cache`, then remember that it is in the trace.
-    WriteAndRecord,
+/// Whether the `file_cache` of `cookie` is due (first sight, or a reminder this caller won)
+/// and the stack's budget has room for it; takes from the budget if so.
+fn take(cookie: u64, now: u64, budget: &mut usize) -> bool {
+    if SEEN.sighting(cookie, now) == Sighting::Known {
+        return false;
+    }
+    if *budget == 0 {
+        stats::add(Stat::FileCacheDeferred, 1);
+        return false;
+    }
+    *budget -= 1;
+    true
+}
+
+/// Notes a `file_cache` written for `cookie`: remembered only when a buffer took it, so
+/// that a filtered, pid- or CPU-masked, soft-disabled or dropped one is written again by
+/// the next stack that needs it.
+fn written(cookie: u64, committed: bool, id: &CachedId, now: u64, generation: u64) {
+    stats::add(Stat::FileCache, 1);
+    if committed {
+        SEEN.record(cookie, id, now, generation);
+    } else {
+        stats::add(Stat::FileCacheDropped, 1);
+    }
 }
 
 /// A held file read through the page cache (`uu_file_read()`); notes whether a page was
@@ -373,8 +331,8 @@ impl ReadAt for FileReader<'_> {
 /// Writes the `file_cache` of `file`: its path and its build-id, taken from `cached` or,
 /// when the cache does not know it, read from the file's cached pages (none when they are
 /// not cached; a reminder tries again). Returns what the event said of the build-id, for
-/// the cache.
-fn emit(file: &FileRef, cookie: u64, buf: &mut [u8], cached: CachedId) -> CachedId {
+/// the cache, and whether a buffer took the event.
+fn emit(file: &FileRef, cookie: u64, buf: &mut [u8], cached: CachedId) -> (CachedId, bool) {
     let id = match cached {
         CachedId::Unknown => {
             let mut reader = FileReader {
@@ -398,20 +356,11 @@ fn emit(file: &FileRef, cookie: u64, buf: &mut [u8], cached: CachedId) -> Cached
     };
     // SAFETY: The file is held; `buf` is valid for `buf.len()` bytes and the returned path
     // is a NUL-terminated string inside it, valid while `buf` is.
-    unsafe {
+    let committed = unsafe {
         let path = ffi::uu_file_path(file.as_ptr().cast(), buf.as_mut_ptr(), buf.len() as i32);
-        ffi::uu_emit_file_cache(cookie, path, bytes.as_ptr(), bytes.len() as u32);
-    }
-    stats::add(Stat::FileCache, 1);
-    id
-}
-
-/// `__fput()` is about to free the `struct file` at `file`.
-///
-/// Context: task or workqueue, never NMI.
-#[no_mangle]
-pub(crate) extern "C" fn uu_rust_file_freed(file: usize) {
-    SEEN.forget(file as u64);
+        ffi::uu_emit_file_cache(cookie, path, bytes.as_ptr(), bytes.len() as u32)
+    };
+    (id, committed)
 }
 
 /// A new reader may be starting, or a buffer was reset: every cookie gets a new
@@ -422,16 +371,4 @@ pub(crate) extern "C" fn uu_rust_file_freed(file: usize) {
 #[no_mangle]
 pub(crate) extern "C" fn uu_rust_files_reset() {
     reader_start();
-}
-
-/// Whether `name` (`len` bytes, not NUL-terminated) is `__fput` or a clone of it.
-///
-/// # Safety
-///
-/// `name` must be valid for reads of `len` bytes.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn uu_is_fput_symbol(name: *const u8, len: usize) -> bool {
-    // SAFETY: The caller guarantees `name` is valid for `len` bytes.
-    let name = unsafe { core::slice::from_raw_parts(name, len) };
-    crate::logic::ksym::is_fput_symbol(name)
 }

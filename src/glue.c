@@ -15,9 +15,13 @@
 #include <linux/trace.h>
 #include <user_unwind.h>
 
-void uu_get_random_key(u64 key[2])
+/*
+ * Waits for the CRNG: a module loaded from an initramfs may run before it is ready, and a
+ * predictable key would let anyone forge or invert cookies.
+ */
+int uu_get_random_key(u64 key[2])
 {
-	get_random_bytes(key, 2 * sizeof(u64));
+	return get_random_bytes_wait(key, 2 * sizeof(u64));
 }
 
 u64 uu_kernel_siphash(const void *data, size_t len, const u64 key[2])
@@ -56,6 +60,7 @@ int uu_layout(size_t *out, size_t n)
 	out[UU_LAYOUT_VMA_MM] = offsetof(struct vm_area_struct, vm_mm);
 	out[UU_LAYOUT_VMA_FLAGS] = offsetof(struct vm_area_struct, vm_flags);
 	out[UU_LAYOUT_FILE_SIZE] = sizeof(struct file);
+	out[UU_LAYOUT_FILE_ID_SIZE] = sizeof(struct uu_file_id);
 	return 0;
 }
 

@@ -22,16 +22,15 @@
  * The callback runs in task context on the way back to user space and may fault and sleep;
  * it hands the stack to Rust (uu_rust_stack), which translates and records it.
  *
- * The __fput probes are armed while the hook is registered, and disarmed after, by a work
- * item (uu_arm_work), never by the caller: arming takes kprobe_mutex, and kprobe_mutex ->
- * ftrace_lock (any ftrace-based kprobe) -> tracepoints_mutex (function_graph registers its
- * sched_switch probe under ftrace_lock) -> uu_hook_lock is a chain the kernel makes, so no
- * caller of uu_hook_update() may take it. Until the work has run, uu_files_check() tells
- * the callback that the probes are not armed and the first-sight cache is not trusted.
+ * A request made before execve()'s point of no return is served after it, on the way back
+ * to the new program: the unwinder would find the new program's first stack, not the one
+ * the event was traced in. The hook notes the task's exec count with the cookie of every
+ * request that queues a callback (uu_pending), and the callback records such a stack empty
+ * (counted as stacks_after_exec).
  *
  * Lock order: uu_hook_lock (mutex) is taken inside event_mutex and tracepoints_mutex (from the
- * reg/unreg callbacks) and takes ftrace_export_lock; the work item takes kprobe_mutex, and
- * none of the module's locks.
+ * reg/unreg callbacks) and takes ftrace_export_lock; kprobe_mutex is never taken under it
+ * (kprobe_mutex -> ftrace_lock -> tracepoints_mutex is a chain the kernel makes).
  */
 #include <linux/mutex.h>
 #include <linux/percpu.h>
@@ -41,7 +40,6 @@
 #include <linux/trace.h>
 #include <linux/trace_events.h>
 #include <linux/unwind_deferred.h>
-#include <linux/workqueue.h>
 #include <user_unwind.h>
 
 #include "events.h"
@@ -52,15 +50,63 @@ static DEFINE_MUTEX(uu_hook_lock);
 static bool uu_export_registered;	/* under uu_hook_lock */
 static bool uu_hook_wanted;		/* under uu_hook_lock: the cookie event is enabled */
 static bool uu_hook_ready;		/* under uu_hook_lock: init done, exit not begun */
-static bool uu_arm_wanted;		/* the __fput probes should be armed (uu_arm_work) */
-static bool uu_arm_live = true;		/* under uu_hook_lock: uu_arm_work may be queued */
 
-static void uu_arm_fn(struct work_struct *work)
+/*
+ * The exec count of the task at each request that queued a callback, by cookie, in the
+ * table of the CPU the cookie was made on (the cookie names it): only that CPU writes
+ * it, in any context, NMI included. A slot is written cookie last and read cookie first and
+ * last, so a reader never pairs a cookie with another request's count. A slot taken over
+ * by a later request before its callback ran (64 requests on one CPU meanwhile) says
+ * nothing, and the stack is recorded.
+ */
+#define UU_PENDING_BITS 6
+struct uu_pending {
+	u64 cookie;
+	u64 exec_id;
+};
+static DEFINE_PER_CPU(struct uu_pending [1 << UU_PENDING_BITS], uu_pending);
+
+static struct uu_pending *uu_pending_slot(u64 cookie)
 {
-	uu_files_arm(READ_ONCE(uu_arm_wanted));
+	/* A cookie is the CPU + 1 and that CPU's counter, which counts up in steps of 2. */
+	union unwind_task_id id = { .id = cookie };
+	unsigned int cpu = id.cpu - 1;
+
+	if (cpu >= nr_cpu_ids || !cpu_possible(cpu))
+		return NULL;
+	return &(*per_cpu_ptr(&uu_pending, cpu))[(id.cnt >> 1) & ((1 << UU_PENDING_BITS) - 1)];
 }
 
-static DECLARE_WORK(uu_arm_work, uu_arm_fn);
+static void uu_pending_note(u64 cookie)
+{
+	struct uu_pending *slot = uu_pending_slot(cookie);
+
+	if (!slot)
+		return;
+	WRITE_ONCE(slot->cookie, 0);
+	/* The slot is cleared before its count changes (pairs with uu_pending_execed()). */
+	smp_wmb();
+	WRITE_ONCE(slot->exec_id, current->self_exec_id);
+	/* The count is in place before the cookie names it. */
+	smp_wmb();
+	WRITE_ONCE(slot->cookie, cookie);
+}
+
+/* Whether current exec'd since the request that queued the callback of @cookie. */
+static bool uu_pending_execed(u64 cookie)
+{
+	struct uu_pending *slot = uu_pending_slot(cookie);
+	u64 exec_id;
+
+	if (!slot || READ_ONCE(slot->cookie) != cookie)
+		return false;
+	/* The count is read after the cookie that named it (pairs with uu_pending_note()). */
+	smp_rmb();
+	exec_id = READ_ONCE(slot->exec_id);
+	/* And the cookie again after the count: unchanged, the count was its own. */
+	smp_rmb();
+	return READ_ONCE(slot->cookie) == cookie && exec_id != current->self_exec_id;
+}
 
 /* One bit per interrupt context level (task, softirq, hardirq, NMI) the hook runs in. */
 static DEFINE_PER_CPU(unsigned int, uu_hook_busy);
@@ -84,6 +130,8 @@ static void uu_export_write(struct trace_export *export, const void *entry,
 	if (uu_is_own_event(ent->type)) {
 		if (uu_is_cookie_event(ent->type))
 			this_cpu_inc(uu_cookie_commits[interrupt_context_level()]);
+		else if (uu_is_file_cache_event(ent->type))
+			uu_file_cache_committed();
 		return;
 	}
 	/*
@@ -103,8 +151,10 @@ static void uu_export_write(struct trace_export *export, const void *entry,
 		unsigned long commits = this_cpu_read(uu_cookie_commits[level]);
 
 		uu_stat_add(UU_STAT_REQUESTS, 1);
-		if (!ret)
+		if (!ret) {
 			uu_stat_add(UU_STAT_REQUESTS_QUEUED, 1);
+			uu_pending_note(cookie);
+		}
 		trace_user_unwind_cookie(cookie);
 		/*
 		 * No instance's buffer took the cookie: filtered, pid-ignored, tracing off,
@@ -138,13 +188,15 @@ static void uu_unwind_callback(struct unwind_work *work,
 	/* Nobody records stacks, only cookies: nothing to translate. */
 	if (!trace_user_unwind_stack_enabled())
 		return;
+	if (uu_pending_execed(cookie)) {
+		uu_stat_add(UU_STAT_STACKS_AFTER_EXEC, 1);
+		uu_rust_stack(NULL, 0, cookie);
+		return;
+	}
 	uu_rust_stack(trace->entries, trace->nr, cookie);
 }
 
-/*
- * Registers or unregisters the export as wanted and ready say, and has the __fput probes
- * armed or disarmed to match.
- */
+/* Registers or unregisters the export as wanted and ready say. */
 static int uu_hook_update(void)
 {
 	bool on = uu_hook_wanted && uu_hook_ready;
@@ -157,11 +209,6 @@ static int uu_hook_update(void)
 	} else if (!on && uu_export_registered) {
 		unregister_ftrace_export(&uu_export);
 		uu_export_registered = false;
-	}
-	if (READ_ONCE(uu_arm_wanted) != uu_export_registered && uu_arm_live) {
-		WRITE_ONCE(uu_arm_wanted, uu_export_registered);
-		/* Orders the store before the work's load (queue_work() is a full barrier). */
-		schedule_work(&uu_arm_work);
 	}
 	return ret;
 }
@@ -245,11 +292,7 @@ void uu_hook_exit(void)
 	scoped_guard(mutex, &uu_hook_lock) {
 		uu_hook_ready = false;
 		uu_hook_update();
-		/* The events' unreg callbacks still run after exit, at MODULE_STATE_GOING. */
-		uu_arm_live = false;
 	}
-	cancel_work_sync(&uu_arm_work);
-	uu_files_arm(false);
 	synchronize_rcu();
 	uu_call(unwind_deferred_cancel)(&uu_work);
 }

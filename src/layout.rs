@@ -10,13 +10,14 @@
 //! `vm_area_struct` fields through the bindings and `current->mm` through the kernel crate:
 //! at load it compares every such offset, and the sizes of the structs, with C's.
 
+use crate::logic::frames::FileId;
 use crate::{ffi, to_result};
 use core::mem::{offset_of, size_of};
 use kernel::bindings::{file, task_struct, vm_area_struct};
 use kernel::prelude::*;
 
 /// What the bindings say, in the order of `UU_LAYOUT_*` (include/user_unwind.h).
-const RUST: [(&str, usize); 13] = [
+const RUST: [(&str, usize); 14] = [
     ("sizeof(struct task_struct)", size_of::<task_struct>()),
     ("task_struct.mm", offset_of!(task_struct, mm)),
     ("task_struct.pid", offset_of!(task_struct, pid)),
@@ -48,6 +49,7 @@ const RUST: [(&str, usize); 13] = [
         offset_of!(vm_area_struct, __bindgen_anon_2.vm_flags),
     ),
     ("sizeof(struct file)", size_of::<file>()),
+    ("sizeof(struct uu_file_id)", size_of::<FileId>()),
 ];
 
 /// The fields where the bindings and C disagree, as `(name, rust, c)`.

@@ -164,22 +164,22 @@ int uu_option_init(bool enable)
 		pr_err("cannot create options/userstacktrace_delay: %d\n", ret);
 		return ret;
 	}
+	/*
+	 * From here on nothing fails: the option file exists, and an opener of it holds a
+	 * reference on the module that a failed init would not wait for.
+	 */
 	uu_stats_dentry = tracefs_create_file("user_unwind_stats", UU_MODE_READ,
 					      path.dentry->d_parent, NULL, &uu_stats_fops);
 	path_put(&path);
 	if (IS_ERR_OR_NULL(uu_stats_dentry)) {
-		ret = uu_stats_dentry ? PTR_ERR(uu_stats_dentry) : -ENOMEM;
+		pr_warn("cannot create user_unwind_stats: %ld; loading without it\n",
+			uu_stats_dentry ? PTR_ERR(uu_stats_dentry) : -ENOMEM);
 		uu_stats_dentry = NULL;
-		pr_err("cannot create user_unwind_stats: %d\n", ret);
-		uu_option_exit();
-		return ret;
 	}
 	if (enable) {
 		ret = uu_option_set(true);
-		if (ret) {
-			uu_option_exit();
-			return ret;
-		}
+		if (ret)
+			pr_warn("enable=1: cannot enable the events (%d); the option reads 0\n", ret);
 	}
 	return 0;
 }

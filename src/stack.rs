@@ -5,21 +5,27 @@
 //! cookies need.
 //!
 //! Keeping it cheap: a VMA is looked up only when a frame leaves the previous one
-//! ([`Translator`]), with the per-VMA lock first (no `mmap_lock` contention with the task's
-//! other threads) and `mmap_lock` only when that fails; the three fields needed are copied
-//! out and the lock dropped at once; a file's cookie is hashed once, then remembered; frames
-//! go through a 1.1 KiB on-stack [`Record`], and the files a chunk holds in 512 bytes more:
-//! the steady state allocates nothing (only a `file_cache` event needs a path buffer).
+//! ([`Translator`]), with the per-VMA lock (no `mmap_lock` contention with the task's other
+//! threads), and `mmap_lock` only when that fails and only if it is free; the fields needed
+//! are copied out and the lock dropped at once; a file's cookie is hashed once, then
+//! remembered; a file is held by a reference only when its `file_cache` is due; frames go
+//! through a 1.1 KiB on-stack [`Record`]: the steady state allocates nothing and writes no
+//! shared cache line (only a `file_cache` event needs a path buffer).
+//!
+//! The callback runs inside the deferred unwinder's SRCU read side, which
+//! `unwind_deferred_cancel()` (module unload) waits for: it never sleeps on a lock another
+//! task can hold indefinitely. `mmap_lock` is only tried: a writer that keeps it (a
+//! `mmap()` waiting for a FUSE server, say) costs the frames it hides their translation
+//! (raw addresses, counted as `lookups_contended`), never an unkillable wait.
 //!
 //! The VMA fields are read through the Rust bindings, which the module checks against C's
 //! layout at load (`src/layout.rs`).
 
 use crate::ffi;
-use crate::files::{HeldFiles, NAME_MAX, NEW_FILES_PER_STACK};
-use crate::logic::frames::{chunks, AddressSpace, Backing, Record, Translator, Vma};
+use crate::files::{self, HeldFiles, NAME_MAX, NEW_FILES_PER_STACK};
+use crate::logic::frames::{chunks, AddressSpace, Backing, FileId, Record, Translator, Vma};
 use crate::logic::memo::CookieMemo;
 use crate::logic::offset::Mapping;
-use crate::logic::siphash::SipKey;
 use crate::stats::{self, Stat};
 use crate::Keys;
 use kernel::ffi::c_ulong;
@@ -27,77 +33,98 @@ use kernel::mm::virt::VmaRef;
 use kernel::mm::MmWithUser;
 use kernel::page::PAGE_SHIFT;
 
-/// The file cookies of the files stacks use, under the module's one file key: the stacks'
-/// frames and their `file_cache` events take them from here.
+/// The file cookies of the files stacks use, under the module's one file key.
 pub(crate) static COOKIES: CookieMemo = CookieMemo::new();
 
 /// The address space of `current`, borrowed for one chunk of a stack.
 struct TaskSpace<'a> {
     mm: &'a MmWithUser,
-    held: HeldFiles<'a>,
+    keys: &'a Keys,
+    /// The files whose `file_cache` is due; `None` when no instance records `file_cache`.
+    held: Option<HeldFiles<'a>>,
     /// The page of the last address found in no VMA, for the whole stack: a chain of
-    /// frames outside every mapping takes `mmap_lock` once per page, not once per frame.
+    /// frames outside every mapping looks each page up once, not once per frame.
     last_miss: &'a mut Option<u64>,
 }
 
-/// Copies what the translation needs out of `vma`, and holds its file or name.
-fn copy_vma(vma: &VmaRef, held: &mut HeldFiles<'_>) -> Vma {
-    let ptr = vma.as_ptr();
-    // SAFETY: By the invariants of `VmaRef`, `ptr` is a valid VMA and its caller holds its
-    // read lock or the mmap read lock, under which `vm_pgoff` and `vm_file` do not change.
-    let (pgoff, file) = unsafe { ((*ptr).vm_pgoff, (*ptr).vm_file) };
-    let backing = if !file.is_null() {
-        // SAFETY: The VMA holds a reference on its file, and its lock is held.
-        unsafe { held.hold(file) };
-        Backing::File(file as usize as u64)
-    } else {
+impl TaskSpace<'_> {
+    /// Copies what the translation needs out of `vma`, and holds its file if its
+    /// `file_cache` is due, or notes its name.
+    fn copy_vma(&mut self, vma: &VmaRef) -> Vma {
+        let ptr = vma.as_ptr();
+        let mut id = FileId::default();
+        // SAFETY: By the invariants of `VmaRef`, `ptr` is a valid VMA and its caller holds
+        // its read lock or the mmap read lock, under which `vm_pgoff`, `vm_file` and the
+        // fields `uu_vma_file_id()` reads do not change; `id` is valid for a write.
+        let (pgoff, file) = unsafe { ((*ptr).vm_pgoff, ffi::uu_vma_file_id(ptr.cast(), &mut id)) };
+        let backing = if !file.is_null() {
+            let cookie = COOKIES.cookie(&id, &self.keys.file);
+            if let Some(held) = self.held.as_mut() {
+                // SAFETY: The VMA holds a reference on its file, and its lock is held.
+                unsafe { held.hold(file.cast(), cookie) };
+            }
+            Backing::File(cookie)
+        } else {
+            self.name_backing(vma)
+        };
+        Vma {
+            map: Mapping {
+                start: vma.start() as u64,
+                end: vma.end() as u64,
+                pgoff: pgoff as u64,
+            },
+            backing,
+        }
+    }
+
+    /// What backs a VMA without a file identity: a special mapping's name, anonymous
+    /// memory's name if it has one, else plain anonymous memory.
+    fn name_backing(&mut self, vma: &VmaRef) -> Backing {
         let mut name = [0u8; NAME_MAX];
         let mut special = false;
         // SAFETY: The VMA is stabilised by its lock; `name` is valid for `NAME_MAX` bytes.
         let len = unsafe {
-            ffi::uu_vma_name(ptr.cast(), name.as_mut_ptr(), NAME_MAX as i32, &mut special)
+            ffi::uu_vma_name(
+                vma.as_ptr().cast(),
+                name.as_mut_ptr(),
+                NAME_MAX as i32,
+                &mut special,
+            )
         };
-        let cookie = match name.get(..usize::try_from(len).unwrap_or(0)) {
-            Some(name) if !name.is_empty() => held.hold_name(name),
-            _ => None,
+        let name = match name.get(..usize::try_from(len).unwrap_or(0)) {
+            Some(name) if !name.is_empty() => name,
+            _ => return Backing::Anonymous(None),
+        };
+        let cookie = match self.held.as_mut() {
+            Some(held) => held.hold_name(name),
+            None => Some(crate::logic::frames::name_cookie(name, &self.keys.name)),
         };
         match cookie {
             Some(cookie) if special => Backing::Special(cookie),
             _ => Backing::Anonymous(cookie),
         }
-    };
-    Vma {
-        map: Mapping {
-            start: vma.start() as u64,
-            end: vma.end() as u64,
-            pgoff: pgoff as u64,
-        },
-        backing,
     }
 }
 
 impl AddressSpace for TaskSpace<'_> {
     fn lookup(&mut self, addr: u64) -> Option<Vma> {
         let page = addr >> PAGE_SHIFT;
-        let addr = usize::try_from(addr).ok()?;
-        if let Some(vma) = self.mm.lock_vma_under_rcu(addr) {
-            return Some(copy_vma(&vma, &mut self.held));
-        }
         if *self.last_miss == Some(page) {
             return None;
         }
-        let mmap = self.mm.mmap_read_lock();
-        let vma = mmap
-            .vma_lookup(addr)
-            .map(|vma| copy_vma(vma, &mut self.held));
+        let addr = usize::try_from(addr).ok()?;
+        if let Some(vma) = self.mm.lock_vma_under_rcu(addr) {
+            return Some(self.copy_vma(&vma));
+        }
+        let Some(mmap) = self.mm.mmap_read_trylock() else {
+            stats::add(Stat::LookupsContended, 1);
+            return None;
+        };
+        let vma = mmap.vma_lookup(addr).map(|vma| self.copy_vma(vma));
         if vma.is_none() {
             *self.last_miss = Some(page);
         }
         vma
-    }
-
-    fn file_cookie(&self, file: u64, key: &SipKey) -> u64 {
-        COOKIES.cookie(file, key)
     }
 }
 
@@ -126,26 +153,43 @@ pub(crate) fn record(ips: &[c_ulong], cookie: u64, keys: &Keys) {
     let ips = &ips[..ips.len().min(usize::from(u16::MAX))];
     let total = ips.len() as u16;
     let mut rec = Record::new();
+    // Every `file_cache` the stack writes, first sightings, reminders and repeats alike.
     let mut budget = NEW_FILES_PER_STACK;
     let mut last_miss = None;
+    let want_files = files::wanted();
     stats::add(Stat::Frames, ips.len() as u64);
 
     for (start, len) in chunks(ips.len()) {
+        let frames = || ips[start..start + len].iter().map(|&ip| ip as u64);
         // A fresh translator per chunk looks every file of the chunk up again, so each
         // chunk holds the files it reports.
         let mut space = TaskSpace {
             mm,
-            held: HeldFiles::new(keys),
+            keys,
+            held: want_files.then(|| HeldFiles::new(keys, budget)),
             last_miss: &mut last_miss,
         };
-        let mut translator = Translator::new(&keys.file, PAGE_SHIFT as u32);
         rec.clear();
-        let frames = ips[start..start + len].iter().map(|&ip| ip as u64);
-        translator.translate(&mut space, frames, &mut rec);
-        let report = space.held.report(&mut budget);
+        Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), &mut rec);
+        let report = space.held.as_ref().map(|held| held.report(&mut budget));
+        drop(space);
         emit(cookie, start as u16, total, &rec);
-        if report.needs_repeat() {
-            space.held.repeat();
+        // A reader reset the buffer between the chunk's `file_cache` events (or the
+        // sightings that found them written) and its stack: the cache starts anew, so
+        // looking the chunk's files up again holds every one the new generation lacks, and
+        // their `file_cache` events follow the stack.
+        if report.is_some_and(|r| r.needs_repeat()) {
+            let mut space = TaskSpace {
+                mm,
+                keys,
+                held: Some(HeldFiles::new(keys, budget)),
+                last_miss: &mut last_miss,
+            };
+            rec.clear();
+            Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), &mut rec);
+            if let Some(held) = space.held.as_ref() {
+                held.report(&mut budget);
+            }
         }
     }
 }

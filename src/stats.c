@@ -29,7 +29,9 @@ static const char *const uu_stat_names[UU_STAT_NR] = {
 	[UU_STAT_FILE_CACHE_DEFERRED] = "file_cache_deferred",
 	[UU_STAT_BUILD_ID_UNCACHED] = "build_id_uncached",
 	[UU_STAT_CACHE_RESETS] = "cache_resets",
-	[UU_STAT_PROBE_MISSES] = "fput_probe_misses",
+	[UU_STAT_FILE_CACHE_DROPPED] = "file_cache_dropped",
+	[UU_STAT_LOOKUPS_CONTENDED] = "lookups_contended",
+	[UU_STAT_STACKS_AFTER_EXEC] = "stacks_after_exec",
 };
 
 void uu_stat_add(enum uu_stat stat, unsigned long n)

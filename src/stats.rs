@@ -16,6 +16,9 @@ pub(crate) enum Stat {
     FileCacheDeferred = 10,
     BuildIdUncached = 11,
     CacheResets = 12,
+    FileCacheDropped = 13,
+    LookupsContended = 14,
+    StacksAfterExec = 15,
 }
 
 /// The sum of `stat` over all CPUs.

@@ -9,9 +9,9 @@
 //! - The request hook (`src/hook.c`): any context a trace event fires in, NMI included, with
 //!   preemption disabled. It never allocates, sleeps or faults.
 //! - [`uu_rust_stack`]: the deferred-unwind callback, task context on the way back to user
-//!   space; may fault and sleep. Takes the per-VMA lock, or `mmap_lock` for reading, one at a
-//!   time and never across a `file_cache` event (which reads the file).
-//! - [`files::uu_rust_file_freed`]: the `__fput` probe, task or workqueue context; lock-free.
+//!   space, inside the unwinder's SRCU read side; may fault and sleep, but never waits for a
+//!   lock another task may keep: it takes the per-VMA lock, or tries `mmap_lock` for
+//!   reading, one at a time and never across a `file_cache` event (which reads the file).
 //! - [`files::uu_rust_files_reset`]: the `file_cache` reg callback and the ring-buffer
 //!   probes, any context, NMI included; lock-free.
 //!
@@ -59,13 +59,11 @@ mod ffi {
         pub(crate) fn uu_events_init();
         pub(crate) fn uu_option_init(enable: bool) -> c_int;
         pub(crate) fn uu_option_exit();
-        pub(crate) fn uu_get_random_key(key: *mut u64);
-        pub(crate) fn uu_file_cache_durable() -> bool;
+        pub(crate) fn uu_get_random_key(key: *mut u64) -> c_int;
+        pub(crate) fn uu_file_cache_enabled() -> bool;
         pub(crate) fn uu_now_ns() -> u64;
         pub(crate) fn uu_layout(out: *mut usize, n: usize) -> c_int;
         pub(crate) fn uu_stat_add(stat: u32, n: core::ffi::c_ulong);
-        pub(crate) fn uu_files_check() -> bool;
-        pub(crate) fn uu_files_resets_probed() -> bool;
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
         pub(crate) fn uu_stat_read(stat: u32) -> u64;
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
@@ -90,7 +88,11 @@ mod ffi {
             path: *const u8,
             build_id: *const u8,
             build_id_len: u32,
-        );
+        ) -> bool;
+        pub(crate) fn uu_vma_file_id(
+            vma: *mut c_void,
+            id: *mut crate::logic::frames::FileId,
+        ) -> *mut c_void;
         pub(crate) fn uu_file_path(file: *mut c_void, buf: *mut u8, len: c_int) -> *const u8;
         pub(crate) fn uu_file_read(
             file: *mut c_void,
@@ -117,7 +119,7 @@ static KEYS: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
 
 /// The keys of the two kinds of cookies.
 pub(crate) struct Keys {
-    /// File cookies: SipHash of a `struct file` pointer value.
+    /// File cookies: SipHash of a file's identity.
     pub(crate) file: SipKey,
     /// Name cookies: SipHash of the name of a mapping without a file.
     pub(crate) name: SipKey,
@@ -172,8 +174,8 @@ impl Drop for Part {
 struct UserUnwind {
     // Dropped in this order: first no more switching (`options/userstacktrace_delay`
     // removed, events off), then no more requests or callbacks (the deferred-unwind work
-    // cancelled, every callback finished), then no more following of file lifetimes (the
-    // `__fput` probe, which no callback can need any more).
+    // cancelled, every callback finished), then no more following of buffer resets (which
+    // no callback can need any more).
     _option: Part,
     _hook: Part,
     _files: Part,
@@ -187,8 +189,8 @@ impl kernel::Module for UserUnwind {
 
         for pair in KEYS.chunks(2) {
             let mut key = [0u64; 2];
-            // SAFETY: `key` is valid for two `u64` writes.
-            unsafe { ffi::uu_get_random_key(key.as_mut_ptr()) };
+            // SAFETY: `key` is valid for two `u64` writes; task context, may sleep.
+            to_result(unsafe { ffi::uu_get_random_key(key.as_mut_ptr()) })?;
             for (word, value) in pair.iter().zip(key) {
                 word.store(value, Ordering::Relaxed);
             }
@@ -200,18 +202,22 @@ impl kernel::Module for UserUnwind {
         let enable = module_parameters::enable.value();
         // SAFETY: Each pair is a matching init/exit of the C half, called in task context;
         // `uu_hook_init()` needs the symbols resolved above.
-        let (files, hook, option) = unsafe {
+        let (files, hook) = unsafe {
             let files = Part::new(|| ffi::uu_files_init(), ffi::uu_files_exit)?;
             let hook = Part::new(|| ffi::uu_hook_init(), ffi::uu_hook_exit)
                 .inspect_err(|e| pr_err!("unwind_deferred_init failed: {:?}\n", e))?;
-            let option = Part::new(|| ffi::uu_option_init(enable), ffi::uu_option_exit)?;
-            (files, hook, option)
+            (files, hook)
         };
         // Requests start only now, with everything they use set up, even if the events
         // were enabled while the module was loading (set_event ":mod:user_unwind").
         // SAFETY: Task context, after `uu_hook_init()`; on failure the parts above are
         // dropped, `uu_hook_exit()` among them.
         to_result(unsafe { ffi::uu_hook_start() })?;
+        // The tracefs files last: once one exists, an opener holds a reference on the
+        // module, and a failed init would free the module under it (do_init_module() does
+        // not wait for references). `uu_option_init()` fails only before it created one.
+        // SAFETY: A matching init/exit of the C half, called in task context.
+        let option = unsafe { Part::new(|| ffi::uu_option_init(enable), ffi::uu_option_exit)? };
         pr_info!("loaded\n");
         Ok(UserUnwind {
             _option: option,

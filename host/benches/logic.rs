@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Host microbenchmarks of the module's pure logic, so that a regression shows on the host
-//! before a guest runs: frame translation into a record (VMA reuse, SipHash, the file
-//! table) per frame, for a stack in runs and one going back and forth, SipHash of one
-//! pointer and its memo, the build-id parser on a real file, and first-sight cache lookups.
+//! before a guest runs: frame translation into a record (VMA reuse, the file table) per
+//! frame, for a stack in runs and one going back and forth, the file cookie of an identity
+//! and its memo, the build-id parser on a real file, and first-sight cache lookups.
 //! Run with `make bench-host` (`cargo bench` in host/).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use user_unwind_logic::logic::buildid::{find_build_id, vectors};
-use user_unwind_logic::logic::frames::{AddressSpace, Backing, Record, Translator, Vma};
+use user_unwind_logic::logic::frames::{
+    file_cookie, AddressSpace, Backing, FileId, Record, Translator, Vma,
+};
 use user_unwind_logic::logic::memo::CookieMemo;
 use user_unwind_logic::logic::offset::Mapping;
 use user_unwind_logic::logic::seen::{CachedId, FirstSight, Sighting};
-use user_unwind_logic::logic::siphash::{siphash_1u64, TEST_KEY};
+use user_unwind_logic::logic::siphash::TEST_KEY;
 
 /// An executable, a library and libc, as a 32-frame stack sees them.
 struct Space([Vma; 3]);
@@ -33,9 +35,9 @@ fn space() -> Space {
         backing: Backing::File(file),
     };
     Space([
-        vma(0x40_0000, 0xffff_8881_0000_1000),
-        vma(0x7f00_0000_0000, 0xffff_8881_0000_2000),
-        vma(0x7f10_0000_0000, 0xffff_8881_0000_3000),
+        vma(0x40_0000, 0x5c1d_0e9b_3a7f_4e21),
+        vma(0x7f00_0000_0000, 0x2b6e_91c4_07fa_d853),
+        vma(0x7f10_0000_0000, 0x93a0_5d11_e6c2_7f08),
     ])
 }
 
@@ -74,19 +76,27 @@ fn translation(c: &mut Criterion) {
             let mut rec = Record::new();
             b.iter(|| {
                 let mut space = space();
-                let mut t = Translator::new(&TEST_KEY, 12);
+                let mut t = Translator::new(12);
                 rec.clear();
                 black_box(t.translate(&mut space, ips, &mut rec));
             })
         });
     }
     g.finish();
-    c.bench_function("siphash_1u64", |b| {
-        b.iter(|| siphash_1u64(black_box(0xffff_8881_007e_d428), &TEST_KEY))
+    let id = FileId {
+        ino: 1_318_765,
+        ctime_sec: 1_764_633_600,
+        dev: 0x0803,
+        generation: 0x5e1f_04c2,
+        ctime_nsec: 123_456_789,
+        pad: 0,
+    };
+    c.bench_function("file cookie", |b| {
+        b.iter(|| file_cookie(black_box(&id), &TEST_KEY))
     });
     let memo = Box::new(CookieMemo::new());
     c.bench_function("file cookie, remembered", |b| {
-        b.iter(|| memo.cookie(black_box(0xffff_8881_007e_d428), &TEST_KEY))
+        b.iter(|| memo.cookie(black_box(&id), &TEST_KEY))
     });
 }
 
@@ -104,7 +114,9 @@ fn build_ids(c: &mut Criterion) {
 
 fn first_sight(c: &mut Criterion) {
     let cache = Box::new(FirstSight::new());
-    let files: Vec<u64> = (0..64).map(|i| 0xffff_8881_0000_0000 + (i << 8)).collect();
+    let files: Vec<u64> = (0..64u64)
+        .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 2)
+        .collect();
     for &f in &files {
         cache.record(f, &CachedId::None, 0, cache.generation());
     }

@@ -4,9 +4,11 @@
 //!
 //! This is all the work done at stack time, as the review of the seed series asked: look up the
 //! VMA of each frame (reusing the previous one while frames stay inside it), compute the offset
-//! in the mapped file and hash the `struct file` pointer value. Nothing is registered, nothing
-//! is dereferenced: the cookie is an opaque number, only valid for the lifetime of the mapping
-//! that produced it.
+//! in the mapped file and take the file's cookie. A file cookie names the file's identity, as
+//! `/proc/PID/maps` shows it (device and inode, with the generation and change time that tell
+//! apart a reused inode number or a file rewritten in place: [`FileId`]), hashed under the
+//! module's secret key: the same for every process that maps the file, never a kernel
+//! address, and never the name of another file.
 //!
 //! A record is compact ([`Record`]): the distinct file cookies of its frames once, in a table,
 //! and per frame a 32-bit offset and a one-byte index into that table, 5 bytes a frame instead
@@ -17,7 +19,8 @@
 #![forbid(unsafe_code)]
 
 use super::offset::Mapping;
-use super::siphash::{siphash, siphash_1u64, SipKey};
+use super::siphash::siphash;
+use super::siphash::SipKey;
 
 /// File cookie of a frame that lies in no VMA; its value is the raw address.
 pub const COOKIE_NO_MAPPING: u64 = 0;
@@ -31,10 +34,56 @@ pub const COOKIE_NO_FILE: u64 = 1;
 /// a byte.
 pub const CHUNK_FRAMES: usize = 64;
 
+/// The identity of a mapped file: what `/proc/PID/maps` shows (the device and inode number
+/// of the inode user space sees, overlayfs's rather than the layer's), and what tells apart
+/// two files behind those numbers: the inode's generation (a filesystem that reuses an
+/// inode number gives the new inode another generation, or at least another change time)
+/// and its change time, which moves whenever the file's contents or metadata change and
+/// which no user can set back. Read under the VMA's lock, by the glue, in C's layout.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileId {
+    /// `i_ino`.
+    pub ino: u64,
+    /// The seconds of the change time (`inode_get_ctime()`).
+    pub ctime_sec: i64,
+    /// `i_sb->s_dev`, as `/proc/PID/maps` prints it.
+    pub dev: u32,
+    /// `i_generation`.
+    pub generation: u32,
+    /// The nanoseconds of the change time.
+    pub ctime_nsec: u32,
+    /// Keeps the layout free of padding; always 0.
+    pub pad: u32,
+}
+
+impl FileId {
+    /// The bytes hashed for the cookie: the fields in a fixed order, little-endian, so the
+    /// cookie does not depend on the layout.
+    pub fn to_bytes(&self) -> [u8; 28] {
+        let mut out = [0u8; 28];
+        let fields: [&[u8]; 5] = [
+            &self.ino.to_le_bytes(),
+            &self.ctime_sec.to_le_bytes(),
+            &self.dev.to_le_bytes(),
+            &self.generation.to_le_bytes(),
+            &self.ctime_nsec.to_le_bytes(),
+        ];
+        let mut at = 0;
+        for field in fields {
+            if let Some(dst) = out.get_mut(at..at + field.len()) {
+                dst.copy_from_slice(field);
+            }
+            at += field.len();
+        }
+        out
+    }
+}
+
 /// What backs a VMA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backing {
-    /// A file: the value of `vm_file`, used only as hash input. Frames are file offsets.
+    /// A file a symbolizer can open: its [`file_cookie`]. Frames are file offsets.
     File(u64),
     /// A mapping the kernel names without a file (`[vdso]`): its [`name_cookie`]. Frames are
     /// offsets from its start, as for a file mapped at offset 0.
@@ -55,20 +104,14 @@ pub struct Vma {
 
 /// The address space of the task being unwound.
 pub trait AddressSpace {
-    /// The VMA containing `addr`, if any.
+    /// The VMA containing `addr`, if any, with the cookie of its file or name.
     fn lookup(&mut self, addr: u64) -> Option<Vma>;
-
-    /// The cookie of `file`, a [`Backing::File`] this space looked up: [`file_cookie`], or a
-    /// memo of it ([`CookieMemo`](super::memo::CookieMemo)).
-    fn file_cookie(&self, file: u64, key: &SipKey) -> u64 {
-        file_cookie(file, key)
-    }
 }
 
-/// The cookie of a file pointer value: SipHash-2-4 under the module's secret key, moved off
-/// the two reserved values (a 2^-63 chance per file).
-pub fn file_cookie(file: u64, key: &SipKey) -> u64 {
-    unreserved(siphash_1u64(file, key))
+/// The cookie of a file: SipHash-2-4 of its [`FileId`] under the module's secret file key,
+/// moved off the two reserved values (a 2^-63 chance per file).
+pub fn file_cookie(id: &FileId, key: &SipKey) -> u64 {
+    unreserved(siphash(&id.to_bytes(), key))
 }
 
 /// Moves a hash off the reserved cookie values 0 and 1.
@@ -244,8 +287,7 @@ const RECENT: usize = 4;
 
 /// Translates the frames of one stack, remembering the last [`RECENT`] VMAs and their
 /// cookies across calls.
-pub struct Translator<'k> {
-    key: &'k SipKey,
+pub struct Translator {
     page_shift: u32,
     /// The VMA of the last frame translated, which the hot loop checks first.
     last: Option<Remembered>,
@@ -254,11 +296,10 @@ pub struct Translator<'k> {
     lookups: usize,
 }
 
-impl<'k> Translator<'k> {
-    /// A translator for pages of `1 << page_shift` bytes and file cookies under `key`.
-    pub fn new(key: &'k SipKey, page_shift: u32) -> Self {
+impl Translator {
+    /// A translator for pages of `1 << page_shift` bytes.
+    pub fn new(page_shift: u32) -> Self {
         Translator {
-            key,
             page_shift,
             last: None,
             older: [Remembered::EMPTY; RECENT - 1],
@@ -322,8 +363,9 @@ impl<'k> Translator<'k> {
             return (ip, COOKIE_NO_MAPPING);
         };
         let cookie = match vma.backing {
-            Backing::File(file) => space.file_cookie(file, self.key),
-            Backing::Special(cookie) | Backing::Anonymous(Some(cookie)) => cookie,
+            Backing::File(cookie) | Backing::Special(cookie) | Backing::Anonymous(Some(cookie)) => {
+                cookie
+            }
             Backing::Anonymous(None) => COOKIE_NO_FILE,
         };
         let Some(r) = Remembered::new(&vma, cookie, self.page_shift) else {
@@ -364,8 +406,8 @@ mod tests {
         }
     }
 
-    const EXE: u64 = 0xffff_8881_0000_1000;
-    const LIB: u64 = 0xffff_8881_0000_2000;
+    const EXE: u64 = 0x5c1d_0e9b_3a7f_4e21;
+    const LIB: u64 = 0x2b6e_91c4_07fa_d853;
     const VDSO: u64 = 0x1234_5678_9abc_def0;
     const JIT: u64 = 0x0fed_cba9_8765_4321;
     const SPACE: &[Vma] = &[
@@ -417,7 +459,7 @@ mod tests {
 
     fn translate(ips: &[u64]) -> Record {
         let mut rec = Record::new();
-        let mut t = Translator::new(&TEST_KEY, 12);
+        let mut t = Translator::new(12);
         assert_eq!(
             t.translate(&mut Space(SPACE), ips.iter().copied(), &mut rec),
             ips.len().min(CHUNK_FRAMES)
@@ -428,7 +470,7 @@ mod tests {
     #[test]
     fn frames_get_file_offsets_and_per_file_cookies() {
         let rec = translate(&[0x7f00_0010, 0x40_0100, 0x40_0200, 0x7ffd_0008, 0x1234]);
-        let (exe, lib) = (file_cookie(EXE, &TEST_KEY), file_cookie(LIB, &TEST_KEY));
+        let (exe, lib) = (EXE, LIB);
         assert_ne!(exe, lib);
         assert_eq!(
             frames(&rec),
@@ -452,7 +494,7 @@ mod tests {
             0x7f00_0020,
             0x99,
         ]);
-        let (exe, lib) = (file_cookie(EXE, &TEST_KEY), file_cookie(LIB, &TEST_KEY));
+        let (exe, lib) = (EXE, LIB);
         assert_eq!(rec.files(), [exe, lib, COOKIE_NO_MAPPING]);
         assert_eq!(rec.idx(), [0, 1, 0, 0, 1, 2]);
         assert_eq!(rec.lo(), [0x1100, 0x10, 0x1200, 0x1300, 0x20, 0x99]);
@@ -483,7 +525,7 @@ mod tests {
     #[test]
     fn a_frame_outside_every_vma_keeps_the_remembered_one() {
         let rec = translate(&[0x40_0100, 0x5000_0000, 0x40_0200]);
-        let exe = file_cookie(EXE, &TEST_KEY);
+        let exe = EXE;
         assert_eq!(
             frames(&rec),
             [
@@ -503,7 +545,7 @@ mod tests {
         // 64 frames each in no mapping: one table entry, one lookup each.
         let ips: Vec<u64> = (0..64).map(|i| 0x1000 * i).collect();
         let mut rec = Record::new();
-        let mut t = Translator::new(&TEST_KEY, 12);
+        let mut t = Translator::new(12);
         t.translate(&mut Space(SPACE), ips.iter().copied(), &mut rec);
         assert_eq!((rec.len(), rec.files(), t.lookups()), (64, &[0][..], 64));
     }
@@ -519,7 +561,7 @@ mod tests {
             backing: Backing::File(EXE),
         }];
         let mut rec = Record::new();
-        let mut t = Translator::new(&TEST_KEY, 12);
+        let mut t = Translator::new(12);
         t.translate(&mut Space(HUGE), [0x1008, 0x2008], &mut rec);
         assert_eq!(
             frames(&rec),
@@ -533,11 +575,11 @@ mod tests {
         assert_eq!(vdso, name_cookie(b"[vdso]", &TEST_KEY));
         assert_ne!(vdso, name_cookie(b"[anon:jit]", &TEST_KEY));
         assert!(vdso > COOKIE_NO_FILE);
-        // Under the module's two independent keys, the same eight bytes as a name and as
-        // a file pointer value hash differently.
-        let bytes = EXE.to_le_bytes();
+        // Under the module's two independent keys, the same bytes as a name and as a file
+        // identity hash differently.
+        let bytes = ID.to_bytes();
         let name_key = SipKey([TEST_KEY.0[1], TEST_KEY.0[0]]);
-        assert_ne!(name_cookie(&bytes, &name_key), file_cookie(EXE, &TEST_KEY));
+        assert_ne!(name_cookie(&bytes, &name_key), file_cookie(&ID, &TEST_KEY));
     }
 
     #[test]
@@ -547,10 +589,10 @@ mod tests {
             .map(|i| [0x40_0100, 0x7f00_0010, 0x40_0200, 0x7ffe_0010, 0x7f00_0020][i % 5])
             .collect();
         let mut rec = Record::new();
-        let mut t = Translator::new(&TEST_KEY, 12);
+        let mut t = Translator::new(12);
         t.translate(&mut Space(SPACE), ips.iter().copied(), &mut rec);
         assert_eq!(t.lookups(), 3);
-        let (exe, lib) = (file_cookie(EXE, &TEST_KEY), file_cookie(LIB, &TEST_KEY));
+        let (exe, lib) = (EXE, LIB);
         assert_eq!(rec.files(), [exe, lib, VDSO]);
         assert_eq!(
             frames(&rec)[..6],
@@ -574,7 +616,7 @@ mod tests {
         ];
         let ips: Vec<u64> = ips.iter().copied().cycle().take(20).collect();
         let mut rec = Record::new();
-        let mut t = Translator::new(&TEST_KEY, 12);
+        let mut t = Translator::new(12);
         t.translate(&mut Space(SPACE), ips.iter().copied(), &mut rec);
         assert_eq!(t.lookups(), 20);
         assert_eq!(rec.files(), [exe, lib, COOKIE_NO_FILE, VDSO, JIT]);
@@ -583,11 +625,11 @@ mod tests {
 
     #[test]
     fn a_translator_used_for_a_second_record_indexes_it_afresh() {
-        let mut t = Translator::new(&TEST_KEY, 12);
+        let mut t = Translator::new(12);
         let (mut one, mut two) = (Record::new(), Record::new());
         t.translate(&mut Space(SPACE), [0x40_0100, 0x7f00_0010], &mut one);
         t.translate(&mut Space(SPACE), [0x7f00_0020, 0x40_0200], &mut two);
-        let (exe, lib) = (file_cookie(EXE, &TEST_KEY), file_cookie(LIB, &TEST_KEY));
+        let (exe, lib) = (EXE, LIB);
         assert_eq!((two.files(), two.idx()), (&[lib, exe][..], &[0, 1][..]));
         assert_eq!(frames(&two), [(0x20, lib), (0x1200, exe)]);
         assert_eq!(t.lookups(), 2);
@@ -597,18 +639,73 @@ mod tests {
     fn consecutive_frames_in_one_vma_share_one_lookup() {
         let ips = [0x40_0100, 0x40_0200, 0x40_0300, 0x7f00_0000, 0x7f00_0001];
         let mut rec = Record::new();
-        let mut t = Translator::new(&TEST_KEY, 12);
+        let mut t = Translator::new(12);
         t.translate(&mut Space(SPACE), ips, &mut rec);
         assert_eq!(t.lookups(), 2);
     }
 
     #[test]
     fn cookies_avoid_reserved_values_and_depend_on_key() {
-        for file in [1u64, 2, 0xffff_8881_007e_d428] {
-            assert!(file_cookie(file, &TEST_KEY) > COOKIE_NO_FILE);
+        for ino in [0u64, 1, 2, 0xffff_8881_007e_d428] {
+            assert!(file_cookie(&FileId { ino, ..ID }, &TEST_KEY) > COOKIE_NO_FILE);
         }
         let other = SipKey([1, 2]);
-        assert_ne!(file_cookie(EXE, &TEST_KEY), file_cookie(EXE, &other));
+        assert_ne!(file_cookie(&ID, &TEST_KEY), file_cookie(&ID, &other));
+    }
+
+    /// A file's identity as the glue reads it: libc on the root filesystem.
+    const ID: FileId = FileId {
+        ino: 1_318_765,
+        ctime_sec: 1_764_633_600,
+        dev: 0x0803,
+        generation: 0x5e1f_04c2,
+        ctime_nsec: 123_456_789,
+        pad: 0,
+    };
+
+    #[test]
+    fn every_part_of_the_identity_makes_another_cookie() {
+        // The same inode number on another device, reused with another generation, and the
+        // same file after a change (its change time moved by a nanosecond or a second).
+        let variants = [
+            FileId { dev: 0x0804, ..ID },
+            FileId {
+                ino: ID.ino + 1,
+                ..ID
+            },
+            FileId {
+                generation: ID.generation + 1,
+                ..ID
+            },
+            FileId {
+                ctime_nsec: ID.ctime_nsec + 1,
+                ..ID
+            },
+            FileId {
+                ctime_sec: ID.ctime_sec + 1,
+                ..ID
+            },
+        ];
+        let cookie = file_cookie(&ID, &TEST_KEY);
+        for v in variants {
+            assert_ne!(file_cookie(&v, &TEST_KEY), cookie, "{v:?}");
+        }
+        // The padding is not part of the identity.
+        assert_eq!(file_cookie(&FileId { pad: 7, ..ID }, &TEST_KEY), cookie);
+    }
+
+    #[test]
+    fn the_cookie_is_siphash_of_the_documented_bytes() {
+        // Documentation/user_unwind.rst: ino, ctime seconds (8 bytes each), dev, generation,
+        // ctime nanoseconds (4 bytes each), little-endian, hashed with SipHash-2-4.
+        let mut bytes = std::vec::Vec::new();
+        bytes.extend_from_slice(&ID.ino.to_le_bytes());
+        bytes.extend_from_slice(&ID.ctime_sec.to_le_bytes());
+        bytes.extend_from_slice(&ID.dev.to_le_bytes());
+        bytes.extend_from_slice(&ID.generation.to_le_bytes());
+        bytes.extend_from_slice(&ID.ctime_nsec.to_le_bytes());
+        assert_eq!(ID.to_bytes()[..], bytes[..]);
+        assert_eq!(file_cookie(&ID, &TEST_KEY), siphash(&bytes, &TEST_KEY));
     }
 
     #[test]

@@ -2,22 +2,20 @@
 
 //! A memo of file cookies, so that a stack does not hash the files every stack uses.
 //!
-//! A file cookie is SipHash-2-4 of a `struct file` pointer value under the module's key
-//! ([`file_cookie`]): about 200 instructions, three times a stack for a program, its library
-//! and libc, a tenth of what the module spent on a 32-frame stack
-//! (Documentation/performance.rst). The cookie is a pure function of the pointer while the
-//! key lives, so a remembered one is never stale: a file freed and another opened at the
-//! same address has the same cookie, and telling the two apart is the first-sight cache's
-//! business, not this one's. The memo only has to hand out a cookie together with the
-//! pointer it was computed for, never one torn between two writers.
+//! A file cookie is SipHash-2-4 of a file's 28-byte identity under the module's key
+//! ([`file_cookie`]): about 300 instructions, three times a stack for a program, its library
+//! and libc. The cookie is a pure function of the identity while the key lives, so a
+//! remembered one is never stale: the memo only has to hand out a cookie together with the
+//! identity it was computed for, never one torn between two writers.
 //!
-//! A direct-mapped table of [`MEMO_SLOTS`] slots (24 KiB), each a sequence word, a pointer
-//! and a cookie: a reader that finds the word odd or changed, or another pointer, hashes;
-//! a writer that finds the slot busy does not store. Nothing is locked or allocated, and a
-//! lookup in steady state only reads.
+//! A direct-mapped table of [`MEMO_SLOTS`] slots (48 KiB), each a sequence word, the
+//! identity's four words and a cookie: a reader that finds the word odd or changed, or
+//! another identity, hashes; a writer that finds the slot busy does not store. Nothing is
+//! locked or allocated, and a lookup in steady state only reads.
 #![forbid(unsafe_code)]
 
 use super::frames::file_cookie;
+use super::frames::FileId;
 use super::siphash::SipKey;
 use core::sync::atomic::{fence, AtomicU64, Ordering};
 
@@ -29,8 +27,18 @@ pub const MEMO_SLOTS: usize = 1 << MEMO_BITS;
 struct Slot {
     /// Odd while a writer stores, bumped by 2 for every store.
     seq: AtomicU64,
-    file: AtomicU64,
+    id: [AtomicU64; 4],
     cookie: AtomicU64,
+}
+
+/// An identity as the four words a slot keeps.
+fn words(id: &FileId) -> [u64; 4] {
+    [
+        id.ino,
+        id.ctime_sec as u64,
+        u64::from(id.dev) << 32 | u64::from(id.generation),
+        u64::from(id.ctime_nsec),
+    ]
 }
 
 /// The memo. One key for its whole life: the module has one, drawn before any stack.
@@ -51,44 +59,49 @@ impl CookieMemo {
             slots: [const {
                 Slot {
                     seq: AtomicU64::new(0),
-                    file: AtomicU64::new(0),
+                    id: [const { AtomicU64::new(0) }; 4],
                     cookie: AtomicU64::new(0),
                 }
             }; MEMO_SLOTS],
         }
     }
 
-    fn slot(&self, file: u64) -> &Slot {
-        // Fibonacci hashing of the pointer without its always-zero low bits.
-        let i = (file >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO_BITS);
+    fn slot(&self, w: &[u64; 4]) -> &Slot {
+        // Fibonacci hashing of the inode number and device: files of one filesystem have
+        // neighbouring numbers, which this spreads.
+        let i = (w[0] ^ w[2]).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO_BITS);
         &self.slots[i as usize % MEMO_SLOTS]
     }
 
-    /// [`file_cookie`]`(file, key)`, remembered. `key` must be the same in every call.
-    pub fn cookie(&self, file: u64, key: &SipKey) -> u64 {
-        let slot = self.slot(file);
+    /// [`file_cookie`]`(id, key)`, remembered. `key` must be the same in every call.
+    pub fn cookie(&self, id: &FileId, key: &SipKey) -> u64 {
+        let w = words(id);
+        let slot = self.slot(&w);
         let seq = slot.seq.load(Ordering::Acquire);
         if seq & 1 == 0 {
-            let (f, cookie) = (
-                slot.file.load(Ordering::Relaxed),
-                slot.cookie.load(Ordering::Relaxed),
-            );
+            let mut got = [0u64; 4];
+            for (g, word) in got.iter_mut().zip(&slot.id) {
+                *g = word.load(Ordering::Relaxed);
+            }
+            let cookie = slot.cookie.load(Ordering::Relaxed);
             fence(Ordering::Acquire);
-            if f == file && cookie != 0 && slot.seq.load(Ordering::Relaxed) == seq {
+            if got == w && cookie != 0 && slot.seq.load(Ordering::Relaxed) == seq {
                 return cookie;
             }
         }
-        let cookie = file_cookie(file, key);
+        let cookie = file_cookie(id, key);
         if seq & 1 == 0
             && slot
                 .seq
                 .compare_exchange(seq, seq + 1, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
         {
-            // The odd word is visible before the new pointer and cookie are: a reader that
-            // loads either of them then sees the word changed.
+            // The odd word is visible before the new identity and cookie are: a reader that
+            // loads any of them then sees the word changed.
             fence(Ordering::Release);
-            slot.file.store(file, Ordering::Relaxed);
+            for (word, v) in slot.id.iter().zip(w) {
+                word.store(v, Ordering::Relaxed);
+            }
             slot.cookie.store(cookie, Ordering::Relaxed);
             slot.seq.store(seq + 2, Ordering::Release);
         }
@@ -105,13 +118,23 @@ mod tests {
     use std::sync::Arc;
     use std::vec::Vec;
 
-    const P: u64 = 0xffff_8881_0123_4500;
+    fn id(ino: u64) -> FileId {
+        FileId {
+            ino,
+            ctime_sec: 1_764_633_600,
+            dev: 0x0803,
+            generation: 7,
+            ctime_nsec: 5,
+            pad: 0,
+        }
+    }
 
-    /// `n` pointers from `P` on that share `P`'s slot, `P` first.
-    fn sharing_slot(m: &CookieMemo, n: usize) -> Vec<u64> {
-        let same: Vec<u64> = (0..1 << 20)
-            .map(|i| P + (i << 4))
-            .filter(|&f| core::ptr::eq(m.slot(f), m.slot(P)))
+    /// `n` identities that share the slot of `id(1)`, that one first.
+    fn sharing_slot(m: &CookieMemo, n: usize) -> Vec<FileId> {
+        let first = words(&id(1));
+        let same: Vec<FileId> = (1..1 << 20)
+            .map(id)
+            .filter(|f| core::ptr::eq(m.slot(&words(f)), m.slot(&first)))
             .take(n)
             .collect();
         assert_eq!(same.len(), n);
@@ -122,16 +145,32 @@ mod tests {
     fn a_remembered_cookie_is_the_hash() {
         let m = Box::new(CookieMemo::new());
         for _ in 0..3 {
-            assert_eq!(m.cookie(P, &TEST_KEY), file_cookie(P, &TEST_KEY));
+            assert_eq!(m.cookie(&id(1), &TEST_KEY), file_cookie(&id(1), &TEST_KEY));
         }
-        let s = m.slot(P);
+        let s = m.slot(&words(&id(1)));
         assert_eq!(
             (
                 s.seq.load(Ordering::Relaxed),
-                s.file.load(Ordering::Relaxed)
+                s.id[0].load(Ordering::Relaxed)
             ),
-            (2, P)
+            (2, 1)
         );
+    }
+
+    #[test]
+    fn an_identity_that_differs_in_any_word_gets_its_own_cookie() {
+        let m = Box::new(CookieMemo::new());
+        let a = id(1);
+        m.cookie(&a, &TEST_KEY);
+        // Same inode and device (so the same slot), another change time or generation.
+        for b in [
+            FileId { ctime_nsec: 6, ..a },
+            FileId { ctime_sec: 1, ..a },
+            FileId { generation: 8, ..a },
+        ] {
+            assert_eq!(m.cookie(&b, &TEST_KEY), file_cookie(&b, &TEST_KEY));
+            assert_ne!(m.cookie(&b, &TEST_KEY), m.cookie(&a, &TEST_KEY));
+        }
     }
 
     #[test]
@@ -139,7 +178,7 @@ mod tests {
         let m = Box::new(CookieMemo::new());
         let same = sharing_slot(&m, 5);
         for round in 0..3 {
-            for &f in &same {
+            for f in &same {
                 assert_eq!(
                     m.cookie(f, &TEST_KEY),
                     file_cookie(f, &TEST_KEY),
@@ -152,16 +191,16 @@ mod tests {
     #[test]
     fn racing_threads_never_get_another_files_cookie() {
         let m = Arc::new(CookieMemo::new());
-        // Pointers that share one slot, so that the threads keep replacing each other's.
+        // Identities that share one slot, so that the threads keep replacing each other's.
         let files = sharing_slot(&m, 8);
-        let want: Vec<u64> = files.iter().map(|&f| file_cookie(f, &TEST_KEY)).collect();
+        let want: Vec<u64> = files.iter().map(|f| file_cookie(f, &TEST_KEY)).collect();
         let threads: Vec<_> = (0..4)
             .map(|t| {
                 let (m, files, want) = (m.clone(), files.clone(), want.clone());
                 std::thread::spawn(move || {
                     for n in 0..50_000usize {
                         let i = (n * 7 + t * 13) % files.len();
-                        assert_eq!(m.cookie(files[i], &TEST_KEY), want[i]);
+                        assert_eq!(m.cookie(&files[i], &TEST_KEY), want[i]);
                     }
                 })
             })

@@ -5,7 +5,6 @@
 
 pub mod buildid;
 pub mod frames;
-pub mod ksym;
 pub mod memo;
 pub mod offset;
 pub mod option;

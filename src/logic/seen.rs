@@ -2,20 +2,18 @@
 
 //! The first-sight cache: which file cookies already have a `file_cache` event in the trace.
 //!
-//! A direct-mapped table of [`SLOTS`] slots (224 KiB), indexed by the `struct file` pointer
-//! value (or a name's cookie). A slot holds the key whose `file_cache` event was written,
-//! when that event was last written, and the build-id it carried (up to [`ID_CACHED`]
-//! bytes), so that reminders and repeats do not read the file again. Nothing is allocated,
-//! nothing is locked: a slot is a few atomics, and every race between two writers costs at
-//! worst one extra `file_cache` event (or one more read of the file), never a missing one or
-//! a wrong one. In steady state a sighting only reads: the slots of the files every stack
-//! uses (libc's, the executable's) stay shared in every CPU's cache.
+//! A direct-mapped table of [`SLOTS`] slots (224 KiB), indexed by the file cookie (or a
+//! name's cookie). A slot holds the cookie whose `file_cache` event was written, when that
+//! event was last written, and the build-id it carried (up to [`ID_CACHED`] bytes), so that
+//! reminders and repeats do not read the file again. Nothing is allocated, nothing is
+//! locked: a slot is a few atomics, and every race between two writers costs at worst one
+//! extra `file_cache` event (or one more read of the file), never a missing one or a wrong
+//! one. In steady state a sighting only reads: the slots of the files every stack uses
+//! (libc's, the executable's) stay shared in every CPU's cache.
 //!
-//! Identity is the lifetime of the `struct file`, not the pointer value: the module calls
-//! [`FirstSight::forget`] when a file is freed (a probe on `__fput`), before its memory can be
-//! reused for another file. The callback holds a reference on every file it reports, so a
-//! file cannot be freed between its sighting and the events that use it. A pointer found in
-//! its slot is therefore the same open file whose `file_cache` is in the trace.
+//! A cookie names a file's identity ([`FileId`](super::frames::FileId)), which no other file
+//! takes over: nothing needs forgetting when a file is closed or deleted. A cookie in its
+//! slot is therefore one whose `file_cache` is in the trace, for the file it names.
 //!
 //! Readers come and go: [`FirstSight::clear`] starts a new *generation*. A writer captures the
 //! generation before it writes a `file_cache` ([`FirstSight::generation`]) and hands it to
@@ -179,9 +177,10 @@ impl FirstSight {
         }
     }
 
-    fn slot(file: u64) -> usize {
-        // Fibonacci hashing of the pointer without its always-zero low bits.
-        ((file >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOT_BITS)) as usize
+    fn slot(cookie: u64) -> usize {
+        // Cookies are already uniform; the multiplication only keeps a made-up test key
+        // from mapping neighbours to one slot.
+        (cookie.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOT_BITS)) as usize
     }
 
     /// The current generation, to capture before writing a `file_cache` event.
@@ -189,8 +188,7 @@ impl FirstSight {
         self.generation.load(Ordering::SeqCst)
     }
 
-    /// Classifies a sighting of `file` (a non-zero `struct file` pointer value) at time
-    /// `now`. Of the callers that find a reminder due, one gets [`Sighting::Reminder`].
+    /// Classifies a sighting of `file` (a file or name cookie, never 0) at time `now`. Of the callers that find a reminder due, one gets [`Sighting::Reminder`].
     pub fn sighting(&self, file: u64, now: u64) -> Sighting {
         let slot = Self::slot(file);
         if self.files[slot].load(Ordering::Acquire) != file {
@@ -204,6 +202,14 @@ impl FirstSight {
             Ok(_) => Sighting::Reminder,
             Err(_) => Sighting::Known,
         }
+    }
+
+    /// Whether a sighting of `file` at `now` would be [`Sighting::Known`], without claiming
+    /// a reminder: only reads.
+    pub fn is_known(&self, file: u64, now: u64) -> bool {
+        let slot = Self::slot(file);
+        self.files[slot].load(Ordering::Acquire) == file
+            && now.wrapping_sub(self.written[slot].load(Ordering::Relaxed)) < REMIND_NS
     }
 
     /// What the cache knows of the build-id of `file`, if `file` is in it.
@@ -238,15 +244,6 @@ impl FirstSight {
         true
     }
 
-    /// Forgets `file`: it is being freed and its address may be reused by another file.
-    /// One load for a file that is not in the cache, which is nearly every file.
-    pub fn forget(&self, file: u64) {
-        let slot = Self::slot(file);
-        if self.files[slot].load(Ordering::Relaxed) == file {
-            let _ = self.files[slot].compare_exchange(file, 0, Ordering::AcqRel, Ordering::Relaxed);
-        }
-    }
-
     /// Forgets every file and starts a new generation, so that every cookie gets a new
     /// `file_cache` event and no `file_cache` written before is recorded.
     pub fn clear(&self) {
@@ -263,37 +260,22 @@ mod tests {
     use super::*;
     use std::boxed::Box;
 
-    const P: u64 = 0xffff_8881_0123_4500;
-    const Q: u64 = 0xffff_8881_0765_4300;
+    const P: u64 = 0x5c1d_0e9b_3a7f_4e21;
+    const Q: u64 = 0x2b6e_91c4_07fa_d853;
     const T0: u64 = 5 * REMIND_NS;
 
     #[test]
     fn first_sight_then_known() {
         let c = Box::new(FirstSight::new());
+        assert!(!c.is_known(P, T0));
         assert_eq!(c.sighting(P, T0), Sighting::New);
         assert!(c.record(P, &CachedId::None, T0, c.generation()));
         assert_eq!(c.sighting(P, T0 + 1), Sighting::Known);
+        assert!(c.is_known(P, T0 + 1));
         assert_eq!(c.sighting(Q, T0 + 1), Sighting::New);
-    }
-
-    #[test]
-    fn a_freed_file_is_new_again_at_the_same_address() {
-        let c = Box::new(FirstSight::new());
-        c.record(P, &CachedId::None, T0, c.generation());
-        c.forget(P);
-        assert_eq!(
-            c.sighting(P, T0),
-            Sighting::New,
-            "reused address must get a new file_cache"
-        );
-    }
-
-    #[test]
-    fn forgetting_another_file_keeps_the_slot() {
-        let c = Box::new(FirstSight::new());
-        c.record(P, &CachedId::None, T0, c.generation());
-        c.forget(Q);
-        assert_eq!(c.sighting(P, T0), Sighting::Known);
+        // A reminder due is not known, and asking does not claim it.
+        assert!(!c.is_known(P, T0 + REMIND_NS));
+        assert_eq!(c.sighting(P, T0 + REMIND_NS), Sighting::Reminder);
     }
 
     #[test]
@@ -340,8 +322,6 @@ mod tests {
         // Too long to keep: the file is read again.
         let long = BuildId::from_bytes(&[0xb0; 32]).unwrap();
         c.record(P, &CachedId::Id(long), T0, c.generation());
-        assert_eq!(c.build_id(P), CachedId::Unknown);
-        c.forget(P);
         assert_eq!(c.build_id(P), CachedId::Unknown);
     }
 

@@ -7,8 +7,7 @@
  * that function's address; it then looks up the others. Each function is reached through a
  * static call (symbols.h), so every call is direct, IBT or not. On a kernel that exports the
  * unwind API, build with UU_DIRECT_UNWIND_API and those static calls point at the linked
- * functions; tracefs_remove(), kallsyms_on_each_symbol() and the kprobes_all_disarmed flag
- * are still looked up (no kernel exports them; the flag needs CONFIG_KALLSYMS_ALL).
+ * functions; tracefs_remove() is still looked up (no kernel exports it).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -23,10 +22,7 @@ DEFINE_STATIC_CALL_NULL(uu_unwind_deferred_init, unwind_deferred_init);
 DEFINE_STATIC_CALL_NULL(uu_unwind_deferred_request, unwind_deferred_request);
 DEFINE_STATIC_CALL_NULL(uu_unwind_deferred_cancel, unwind_deferred_cancel);
 DEFINE_STATIC_CALL_NULL(uu_tracefs_remove, tracefs_remove);
-DEFINE_STATIC_CALL_NULL(uu_kallsyms_on_each_symbol, kallsyms_on_each_symbol);
 DEFINE_STATIC_CALL_NULL(uu_kallsyms_lookup_name, kallsyms_lookup_name);
-
-struct uu_symbols uu_sym;
 
 static int uu_kprobe_pre(struct kprobe *p, struct pt_regs *regs)
 {
@@ -68,7 +64,7 @@ static void *uu_lookup(const char *name)
 })
 
 /**
- * uu_symbols_init - point the static calls at the kernel's functions, and fill uu_sym
+ * uu_symbols_init - point the static calls at the kernel's functions
  *
  * Context: task, may sleep.
  * Return: 0; -EOPNOTSUPP without CONFIG_UNWIND_USER or kprobes, -ENOENT when a symbol
@@ -103,11 +99,7 @@ int uu_symbols_init(void)
 	    !uu_resolve(uu_unwind_deferred_cancel, unwind_deferred_cancel))
 		return -ENOENT;
 #endif
-	if (!uu_resolve(uu_tracefs_remove, tracefs_remove) ||
-	    !uu_resolve(uu_kallsyms_on_each_symbol, kallsyms_on_each_symbol))
-		return -ENOENT;
-	uu_sym.kprobes_all_disarmed = uu_lookup("kprobes_all_disarmed");
-	if (!uu_sym.kprobes_all_disarmed)
+	if (!uu_resolve(uu_tracefs_remove, tracefs_remove))
 		return -ENOENT;
 	return 0;
 }
@@ -145,7 +137,6 @@ int uu_test_static_calls(void)
 	UU_CHECK(uu_unwind_deferred_cancel, unwind_deferred_cancel);
 #endif
 	UU_CHECK(uu_tracefs_remove, tracefs_remove);
-	UU_CHECK(uu_kallsyms_on_each_symbol, kallsyms_on_each_symbol);
 #undef UU_CHECK
 	return bad;
 }

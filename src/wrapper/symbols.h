@@ -22,18 +22,8 @@ DECLARE_STATIC_CALL(uu_unwind_deferred_request, unwind_deferred_request);
 DECLARE_STATIC_CALL(uu_unwind_deferred_cancel, unwind_deferred_cancel);
 /* Drops the tracefs pin tracefs_create_file() took; simple_recursive_removal() does not. */
 DECLARE_STATIC_CALL(uu_tracefs_remove, tracefs_remove);
-/* Finds the compiler clones of __fput (kernel/kallsyms.c). */
-DECLARE_STATIC_CALL(uu_kallsyms_on_each_symbol, kallsyms_on_each_symbol);
 
 /* A call to one of the functions above, e.g. uu_call(tracefs_remove)(dentry). */
 #define uu_call(name) static_call(uu_##name)
-
-struct uu_symbols {
-	/* Set while debug/kprobes/enabled is 0 (kernel/kprobes.c); a data symbol. */
-	const bool *kprobes_all_disarmed;
-};
-
-/* Written once by uu_symbols_init() before anything else runs; read-only after. */
-extern struct uu_symbols uu_sym;
 
 #endif /* _USER_UNWIND_WRAPPER_SYMBOLS_H */
