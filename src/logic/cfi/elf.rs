@@ -69,3 +69,53 @@ pub fn find_eh_frame_hdr<M: Memory + ?Sized>(
     let eh = eh.ok_or(CfiError::NoFde)?;
     Ok(base.wrapping_sub(first_load).wrapping_add(eh))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::Slice;
+    use super::*;
+
+    /// An ELF64 header and `phnum` program headers: a `PT_LOAD` at offset 0 and address
+    /// `0x400000`, and (if `eh`) a `PT_GNU_EH_FRAME` at `0x402000`.
+    fn image(buf: &mut [u8; 256], eh: bool, phnum: u16) {
+        *buf = [0; 256];
+        buf[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        buf[32..40].copy_from_slice(&64u64.to_le_bytes());
+        buf[54..56].copy_from_slice(&56u16.to_le_bytes());
+        buf[56..58].copy_from_slice(&phnum.to_le_bytes());
+        buf[64..68].copy_from_slice(&PT_LOAD.to_le_bytes());
+        buf[80..88].copy_from_slice(&0x40_0000u64.to_le_bytes());
+        if eh {
+            buf[120..124].copy_from_slice(&PT_GNU_EH_FRAME.to_le_bytes());
+            buf[128..136].copy_from_slice(&0x1234u64.to_le_bytes());
+            buf[136..144].copy_from_slice(&0x40_2000u64.to_le_bytes());
+        }
+    }
+
+    fn find(buf: &[u8]) -> Result<u64, CfiError> {
+        let mut m = Slice {
+            base: 0x7f00_0000_0000,
+            bytes: buf,
+        };
+        find_eh_frame_hdr(&mut m, &mut Budget::default(), 0x7f00_0000_0000)
+    }
+
+    #[test]
+    fn finds_pt_gnu_eh_frame_with_the_load_bias() {
+        let mut buf = [0u8; 256];
+        image(&mut buf, true, 2);
+        assert_eq!(find(&buf), Ok(0x7f00_0000_2000));
+        image(&mut buf, false, 2);
+        assert_eq!(find(&buf), Err(CfiError::NoFde));
+        image(&mut buf, true, 2);
+        buf[4] = 1;
+        assert_eq!(find(&buf), Err(CfiError::Unsupported));
+        image(&mut buf, true, MAX_PHDRS + 1);
+        assert_eq!(find(&buf), Err(CfiError::Malformed));
+        image(&mut buf, true, 5);
+        assert_eq!(find(&buf), Err(CfiError::Read));
+        image(&mut buf, true, 2);
+        buf[72..80].copy_from_slice(&0x1000u64.to_le_bytes());
+        assert_eq!(find(&buf), Err(CfiError::Malformed));
+    }
+}

@@ -245,11 +245,11 @@ mod tests {
 
     #[test]
     fn plt_expression() {
-        // The first 11 bytes of a 16-byte PLT entry: one push done, CFA = rsp + 8.
+        // Offsets 0-10 of a 16-byte lazy PLT entry (`jmp *GOT`, `push $n`): CFA = rsp + 8.
         let mut regs = R;
         regs.ip = 0x401020 + 10;
         assert_eq!(run(&PLT, regs, None), Ok(0x7ffc_0008));
-        // After the second push (at offset 11 and later): CFA = rsp + 16.
+        // Offsets 11-15 (`jmp PLT0`, after the push): CFA = rsp + 16.
         for low in 11..16 {
             regs.ip = 0x401020 + low;
             assert_eq!(run(&PLT, regs, None), Ok(0x7ffc_0010));

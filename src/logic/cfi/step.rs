@@ -332,3 +332,319 @@ pub fn step_sigframe<M: Memory + ?Sized>(
         exact_ip: true,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::machine::Expr;
+    use super::super::Slice;
+    use super::*;
+
+    const SP: u64 = 0x7ffc_1000;
+
+    /// A stack at `SP` holding `words`.
+    fn stack(words: &[u64], buf: &mut [u8; 512]) -> usize {
+        for (i, w) in words.iter().enumerate() {
+            buf[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        8 * words.len()
+    }
+
+    fn row(cfa: Cfa, ra: Rule, bp: Rule) -> Row {
+        Row {
+            cfa,
+            ra,
+            bp,
+            signal: false,
+        }
+    }
+
+    fn sp(offset: i32) -> Cfa {
+        Cfa::RegOffset { reg: 7, offset }
+    }
+
+    fn caller(ip: u64, sp: u64, bp: u64) -> Result<Step, CfiError> {
+        Ok(Step::Caller {
+            regs: Regs { ip, sp, bp },
+            exact_ip: false,
+        })
+    }
+
+    #[test]
+    fn apply_register_rules() {
+        let mut buf = [0u8; 512];
+        let n = stack(&[0xb0b0, 0x4010, 0x4020], &mut buf);
+        let mut m = Slice {
+            base: SP,
+            bytes: &buf[..n],
+        };
+        let regs = Regs {
+            ip: 0x1000,
+            sp: SP,
+            bp: 0x55,
+        };
+        let b = &mut Budget::default();
+        let r = row(sp(16), Rule::Offset(-8), Rule::Offset(-16));
+        assert_eq!(apply(&mut m, b, &r, &regs), caller(0x4010, SP + 16, 0xb0b0));
+        let r = row(sp(16), Rule::Offset(-8), Rule::SameValue);
+        assert_eq!(apply(&mut m, b, &r, &regs), caller(0x4010, SP + 16, 0x55));
+        let r = row(sp(16), Rule::Offset(-8), Rule::Undefined);
+        assert_eq!(apply(&mut m, b, &r, &regs), caller(0x4010, SP + 16, 0));
+        let r = row(sp(16), Rule::Offset(-8), Rule::ValOffset(-4));
+        assert_eq!(
+            apply(&mut m, b, &r, &regs),
+            caller(0x4010, SP + 16, SP + 12)
+        );
+        let r = row(sp(16), Rule::Offset(-8), Rule::Register(7));
+        assert_eq!(apply(&mut m, b, &r, &regs), caller(0x4010, SP + 16, SP));
+        let e = Expr::new(&[0x77, 0x10]).unwrap(); // breg7 16: rsp + 16
+        let r = row(sp(16), Rule::Expression(e), Rule::ValExpression(e));
+        assert_eq!(
+            apply(&mut m, b, &r, &regs),
+            caller(0x4020, SP + 16, SP + 16)
+        );
+        // rbp-based CFA.
+        let regs_bp = Regs { bp: SP, ..regs };
+        let r = row(
+            Cfa::RegOffset { reg: 6, offset: 16 },
+            Rule::Offset(-8),
+            Rule::Offset(-16),
+        );
+        assert_eq!(
+            apply(&mut m, b, &r, &regs_bp),
+            caller(0x4010, SP + 16, 0xb0b0)
+        );
+    }
+
+    #[test]
+    fn sanity_checks_and_the_end() {
+        let mut buf = [0u8; 512];
+        let n = stack(&[0, 0x4010, 0], &mut buf);
+        let mut m = Slice {
+            base: SP,
+            bytes: &buf[..n],
+        };
+        let regs = Regs {
+            ip: 0x1000,
+            sp: SP,
+            bp: 0,
+        };
+        let b = &mut Budget::default();
+        // The CFA at or below sp, misaligned, from a register not tracked.
+        let r = row(sp(0), Rule::Offset(-8), Rule::SameValue);
+        assert_eq!(apply(&mut m, b, &r, &regs), Err(CfiError::BadFrame));
+        let r = row(sp(12), Rule::Offset(-8), Rule::SameValue);
+        assert_eq!(apply(&mut m, b, &r, &regs), Err(CfiError::BadFrame));
+        let r = row(
+            Cfa::RegOffset { reg: 3, offset: 8 },
+            Rule::Offset(-8),
+            Rule::SameValue,
+        );
+        assert_eq!(apply(&mut m, b, &r, &regs), Err(CfiError::Unsupported));
+        let r = row(sp(8), Rule::SameValue, Rule::SameValue);
+        assert_eq!(apply(&mut m, b, &r, &regs), Err(CfiError::BadFrame));
+        // Undefined or zero return address: the outermost frame.
+        let r = row(sp(8), Rule::Undefined, Rule::SameValue);
+        assert_eq!(apply(&mut m, b, &r, &regs), Ok(Step::Outermost));
+        let r = row(sp(8), Rule::Offset(-8), Rule::SameValue);
+        assert_eq!(apply(&mut m, b, &r, &regs), Ok(Step::Outermost));
+        // A saved value beyond readable memory.
+        let r = row(sp(64), Rule::Offset(-8), Rule::SameValue);
+        assert_eq!(apply(&mut m, b, &r, &regs), Err(CfiError::Read));
+    }
+
+    #[test]
+    fn plt_row() {
+        let mut buf = [0u8; 512];
+        let n = stack(&[0x4444, 0x4010], &mut buf);
+        let mut m = Slice {
+            base: SP,
+            bytes: &buf[..n],
+        };
+        let plt = Expr::new(&[
+            0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22,
+        ])
+        .unwrap();
+        let r = row(Cfa::Expression(plt), Rule::Offset(-8), Rule::SameValue);
+        let b = &mut Budget::default();
+        // At the push of a lazy PLT entry (offset 6): the return address on top.
+        let regs = Regs {
+            ip: 0x1026,
+            sp: SP,
+            bp: 1,
+        };
+        assert_eq!(apply(&mut m, b, &r, &regs), caller(0x4444, SP + 8, 1));
+        // At its jmp to PLT0 (offset 11), the index pushed: the return address above it.
+        let regs = Regs {
+            ip: 0x103b,
+            sp: SP,
+            bp: 1,
+        };
+        assert_eq!(apply(&mut m, b, &r, &regs), caller(0x4010, SP + 16, 1));
+    }
+
+    /// A signal frame as the kernel builds it, seen from `__restore_rt` (`rsp` at the
+    /// `ucontext`): the interrupted rbp, rsp and rip at 120, 160 and 168.
+    fn sigframe(buf: &mut [u8; 512]) -> usize {
+        let mut words = [0u64; 40];
+        for (i, w) in words.iter_mut().enumerate() {
+            *w = 0x1000 + i as u64;
+        }
+        words[(UC_MCONTEXT + SC_RBP) as usize / 8] = 0xbbbb;
+        words[(UC_MCONTEXT + SC_RSP) as usize / 8] = 0x7fff_0123;
+        words[(UC_MCONTEXT + SC_RIP) as usize / 8] = 0x40_1234;
+        stack(&words, buf)
+    }
+
+    #[test]
+    fn signal_frame_by_glibc_cfi_and_by_layout() {
+        let mut buf = [0u8; 512];
+        let n = sigframe(&mut buf);
+        let mut m = Slice {
+            base: SP,
+            bytes: &buf[..n],
+        };
+        // glibc's __restore_rt CFI: CFA = *(rsp + 160), rip at rsp + 168, rbp at rsp + 120.
+        let r = Row {
+            cfa: Cfa::Expression(Expr::new(&[0x77, 0xa0, 0x01, 0x06]).unwrap()),
+            ra: Rule::Expression(Expr::new(&[0x77, 0xa8, 0x01]).unwrap()),
+            bp: Rule::Expression(Expr::new(&[0x77, 0xf8, 0x00]).unwrap()),
+            signal: true,
+        };
+        let regs = Regs {
+            ip: 0x3c050,
+            sp: SP,
+            bp: 0,
+        };
+        let want = Ok(Step::Caller {
+            regs: Regs {
+                ip: 0x40_1234,
+                sp: 0x7fff_0123,
+                bp: 0xbbbb,
+            },
+            exact_ip: true,
+        });
+        let b = &mut Budget::default();
+        // The interrupted rsp is below this frame and misaligned: fine for a signal frame.
+        assert_eq!(apply(&mut m, b, &r, &regs), want);
+        assert_eq!(step_sigframe(&mut m, b, &regs), want);
+        let r = Row { signal: false, ..r };
+        assert_eq!(apply(&mut m, b, &r, &regs), Err(CfiError::BadFrame));
+    }
+
+    #[test]
+    fn frame_pointer_rules() {
+        let mut buf = [0u8; 512];
+        let n = stack(&[0x99, 0xaaaa, SP + 0x40, 0x4010], &mut buf);
+        let mut m = Slice {
+            base: SP,
+            bytes: &buf[..n],
+        };
+        let b = &mut Budget::default();
+        let regs = Regs {
+            ip: 0x1000,
+            sp: SP,
+            bp: SP + 16,
+        };
+        assert_eq!(
+            step_fp(&mut m, b, &regs),
+            caller(0x4010, SP + 32, SP + 0x40)
+        );
+        let bad = Regs {
+            bp: SP - 16,
+            ..regs
+        };
+        assert_eq!(step_fp(&mut m, b, &bad), Err(CfiError::BadFrame));
+        let bad = Regs { bp: SP + 4, ..regs };
+        assert_eq!(step_fp(&mut m, b, &bad), Err(CfiError::BadFrame));
+        let bad = Regs {
+            bp: u64::MAX - 8,
+            ..regs
+        };
+        assert_eq!(step_fp(&mut m, b, &bad), Err(CfiError::BadFrame));
+        assert_eq!(
+            step_fp_entry(&mut m, b, &regs),
+            caller(0x99, SP + 8, SP + 16)
+        );
+    }
+
+    /// An `.eh_frame_hdr` at 0x1000 with one entry, and at 0x1100 GCC's CIE and an FDE for
+    /// 0x2000..0x2100: `push %rbp` at 0x2000, then CFA = rsp + 16, rbp at cfa - 16.
+    fn image(buf: &mut [u8; 512]) -> usize {
+        let hdr: [u8; 20] = [
+            1, 0x1b, 0x03, 0x3b, 0xfc, 0, 0, 0, 1, 0, 0, 0, 0, 0x10, 0, 0, 0x18, 1, 0, 0,
+        ];
+        buf[..20].copy_from_slice(&hdr);
+        let cie: [u8; 24] = [
+            0x14, 0, 0, 0, 0, 0, 0, 0, 1, b'z', b'R', 0, 1, 0x78, 16, 1, 0x1b, 0x0c, 7, 8, 0x90, 1,
+            0, 0,
+        ];
+        buf[0x100..0x118].copy_from_slice(&cie);
+        let fde: [u8; 24] = [
+            20, 0, 0, 0, 0x1c, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x41, 0x0e, 0x10, 0x86, 2, 0, 0,
+        ];
+        buf[0x118..0x130].copy_from_slice(&fde);
+        // pc_begin at 0x1120, pcrel.
+        buf[0x120..0x124].copy_from_slice(&(0x2000i32 - 0x1120).to_le_bytes());
+        0x130
+    }
+
+    #[test]
+    fn whole_steps_through_the_table() {
+        let mut img = [0u8; 512];
+        let n = image(&mut img);
+        let mut words = [0u8; 512];
+        let w = stack(&[0xb0b0, 0x3000, 0x3100], &mut words);
+        struct Two<'a>(Slice<'a>, Slice<'a>);
+        impl Memory for Two<'_> {
+            fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+                self.0.read(addr, buf).or_else(|_| self.1.read(addr, buf))
+            }
+        }
+        let mut m = Two(
+            Slice {
+                base: 0x1000,
+                bytes: &img[..n],
+            },
+            Slice {
+                base: SP,
+                bytes: &words[..w],
+            },
+        );
+        let b = &mut Budget::default();
+        let hdr = Hdr::parse(&mut m, b, 0x1000).unwrap();
+        assert_eq!(hdr.eh_frame, 0x1100);
+        let s = &mut Scratch::new();
+        // Innermost at 0x2000 (before the push): the return address on top.
+        let at = |ip| Regs { ip, sp: SP, bp: 7 };
+        assert_eq!(
+            step(&mut m, b, &hdr, &at(0x2000), true, s),
+            caller(0xb0b0, SP + 8, 7)
+        );
+        // A return address 0x2001 is looked up at 0x2000: the same row.
+        assert_eq!(
+            step(&mut m, b, &hdr, &at(0x2001), false, s),
+            caller(0xb0b0, SP + 8, 7)
+        );
+        // A return address 0x2002 is in the row after the push.
+        assert_eq!(
+            step(&mut m, b, &hdr, &at(0x2002), false, s),
+            caller(0x3000, SP + 16, 0xb0b0)
+        );
+        // Outside the FDE, before the first entry, at 0.
+        assert_eq!(
+            step(&mut m, b, &hdr, &at(0x2101), false, s),
+            Err(CfiError::NoFde)
+        );
+        assert_eq!(
+            step(&mut m, b, &hdr, &at(0x1fff), true, s),
+            Err(CfiError::NoFde)
+        );
+        assert_eq!(
+            step(&mut m, b, &hdr, &at(0), false, s),
+            Err(CfiError::NoFde)
+        );
+        // The row of an address, with its range, for a cache.
+        let f = find(&mut m, b, &hdr, 0x2050, s).unwrap();
+        assert_eq!((f.start, f.end, f.row.cfa), (0x2001, 0x2100, sp(16)));
+    }
+}
