@@ -62,8 +62,9 @@ pub struct Built {
     /// Every ELF file built: the GCC and Clang `uu_chain` and `libuutest.so`, the Rust
     /// binary.
     pub binaries: Vec<String>,
-    /// The GCC `uu_chain`, which finds its `libuutest.so` through its rpath.
-    pub gcc_chain: String,
+    /// The `uu_chain` programs (GCC's, then Clang's), which find their `libuutest.so`
+    /// through their rpath.
+    pub chains: Vec<String>,
 }
 
 fn run(cmd: &mut Command) {
@@ -134,9 +135,11 @@ pub fn build_programs() -> &'static Built {
         let dir = std::env::temp_dir().join(format!("uu-cfi-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temporary folder");
         let mut binaries = build_c(&dir, "gcc", "gcc");
-        let gcc_chain = binaries[0].clone();
+        let mut chains = vec![binaries[0].clone()];
         if Path::new("/usr/bin/clang-19").exists() {
-            binaries.extend(build_c(&dir, "clang-19", "clang"));
+            let clang = build_c(&dir, "clang-19", "clang");
+            chains.push(clang[0].clone());
+            binaries.extend(clang);
         } else {
             println!("SKIP: clang-19 is not installed, no Clang build compared");
         }
@@ -144,7 +147,7 @@ pub fn build_programs() -> &'static Built {
         Built {
             dir,
             binaries,
-            gcc_chain,
+            chains,
         }
     })
 }
