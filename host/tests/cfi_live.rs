@@ -83,10 +83,10 @@ fn wait_stop(pid: i32) -> i32 {
 }
 
 /// Runs `prog` until it enters `getppid`, unwinds it, detaches leaving it stopped, and
-/// returns its pid and our PCs.
-fn stop_and_unwind(prog: &str) -> (std::process::Child, Vec<u64>) {
+/// returns its pid and our PCs; `None` (and a SKIP line) if ptrace is not allowed here.
+fn stop_and_unwind(prog: &str, args: &[&str]) -> Option<(std::process::Child, Vec<u64>)> {
     let mut child = Command::new(prog)
-        .args(["1000000000000", "0"])
+        .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .expect("the test program runs");
@@ -94,7 +94,7 @@ fn stop_and_unwind(prog: &str) -> (std::process::Child, Vec<u64>) {
     BufReader::new(child.stdout.as_mut().expect("stdout"))
         .read_line(&mut line)
         .expect("its first line");
-    assert!(line.starts_with("uu_chain pid"), "{line}");
+    assert!(line.contains(" pid "), "{line}");
     let pid = child.id() as i32;
     assert_eq!(
         ptrace(
@@ -108,12 +108,20 @@ fn stop_and_unwind(prog: &str) -> (std::process::Child, Vec<u64>) {
     );
     assert_eq!(ptrace(libc::PTRACE_INTERRUPT, pid, 0, 0), 0);
     wait_stop(pid);
-    // SAFETY: user_regs_struct is plain old data.
+    // SAFETY: user_regs_struct is plain old data, all zeroes is a valid value.
     let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+    let mut inject = 0;
     for _ in 0..10_000 {
-        assert_eq!(ptrace(libc::PTRACE_SYSCALL, pid, 0, 0), 0);
+        assert_eq!(ptrace(libc::PTRACE_SYSCALL, pid, 0, inject), 0);
         let status = wait_stop(pid);
-        if libc::WSTOPSIG(status) != libc::SIGTRAP | 0x80 {
+        let sig = libc::WSTOPSIG(status);
+        // Deliver the program's own signals; not the traps of ptrace itself.
+        inject = match sig {
+            libc::SIGTRAP => 0,
+            s if s == libc::SIGTRAP | 0x80 => 0,
+            s => s as usize,
+        };
+        if sig != libc::SIGTRAP | 0x80 {
             continue;
         }
         let p = &mut regs as *mut libc::user_regs_struct as usize;
@@ -171,7 +179,7 @@ fn stop_and_unwind(prog: &str) -> (std::process::Child, Vec<u64>) {
         ptrace(libc::PTRACE_DETACH, pid, 0, libc::SIGSTOP as usize),
         0
     );
-    (child, pcs)
+    Some((child, pcs))
 }
 
 /// gdb's PCs of every frame of the stopped process `pid`.
@@ -197,7 +205,9 @@ fn live_process_matches_gdb() {
     }
     let built = build_programs();
     for prog in &built.chains {
-        let (mut child, ours) = stop_and_unwind(prog);
+        let Some((mut child, ours)) = stop_and_unwind(prog, &["1000000000000", "0"]) else {
+            return;
+        };
         let gdb = gdb_pcs(child.id());
         let _ = child.kill();
         let _ = child.wait();
@@ -209,4 +219,89 @@ fn live_process_matches_gdb() {
         assert_eq!(ours, gdb, "{prog}: the unwinder and gdb disagree");
     }
     let _ = std::fs::remove_dir_all(&built.dir);
+}
+
+/// A program whose SIGALRM handler loops on `getppid`, the signal having interrupted a
+/// busy loop: the unwinder goes through glibc's `__restore_rt` with its CFI expressions.
+const SIGNAL_PROGRAM: &str = r#"
+#include <signal.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static volatile long spins;
+
+__attribute__((noinline)) void uu_in_handler(void)
+{
+	for (;;) {
+		long ret;
+		asm volatile("syscall" : "=a"(ret) : "a"((long)SYS_getppid) : "rcx", "r11", "memory");
+	}
+}
+
+__attribute__((noinline)) void uu_handler(int sig)
+{
+	(void)sig;
+	uu_in_handler();
+	spins++;
+}
+
+__attribute__((noinline)) void uu_spin(void)
+{
+	for (;;)
+		spins++;
+}
+
+int main(void)
+{
+	struct sigaction sa = { .sa_handler = uu_handler };
+	struct itimerval t = { .it_value = { 0, 20000 } };
+
+	sigaction(SIGALRM, &sa, NULL);
+	printf("uu_sig pid %d\n", getpid());
+	fflush(stdout);
+	setitimer(ITIMER_REAL, &t, NULL);
+	uu_spin();
+	return 0;
+}
+"#;
+
+#[test]
+fn live_signal_frame_matches_gdb() {
+    if Command::new("gdb").arg("--version").output().is_err() {
+        println!("SKIP: gdb is not installed");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("uu-cfi-sig-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary folder");
+    let src = dir.join("uu_sig.c");
+    std::fs::write(&src, SIGNAL_PROGRAM).expect("write uu_sig.c");
+    let bin = dir.join("uu_sig");
+    let out = Command::new("gcc")
+        .args(["-O2", "-fomit-frame-pointer", "-Wall", "-Werror", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .output()
+        .expect("gcc runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let prog = bin.to_string_lossy();
+    let Some((mut child, ours)) = stop_and_unwind(&prog, &[]) else {
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    };
+    let gdb = gdb_pcs(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("{prog}: ours {ours:x?}");
+    println!("{prog}: gdb  {gdb:x?}");
+    // uu_in_handler, uu_handler, __restore_rt, uu_spin, main, __libc_start_call_main,
+    // __libc_start_main, _start.
+    assert!(ours.len() >= 8, "{prog}: too short a stack");
+    assert_eq!(ours, gdb, "{prog}: the unwinder and gdb disagree");
 }
