@@ -4,6 +4,7 @@
 //! build into `user_unwind.ko` and into the host crate in `host/`, which runs their tests.
 
 pub mod buildid;
+pub mod cfi;
 pub mod frames;
 pub mod memo;
 pub mod offset;

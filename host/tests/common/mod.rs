@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Helpers of the CFI tests: memory over an ELF file's load segments, and the test
+//! programs built without frame pointers by GCC, Clang and rustc.
+
+#![allow(dead_code)]
+
+use object::{Object, ObjectSegment};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use user_unwind_logic::logic::cfi::{CfiError, Memory};
+
+/// An ELF file's bytes seen at their link-time addresses, through its `PT_LOAD` segments.
+pub struct ElfMemory<'a> {
+    data: &'a [u8],
+    /// (address, file offset, file size) of each segment.
+    segments: Vec<(u64, u64, u64)>,
+}
+
+impl<'a> ElfMemory<'a> {
+    pub fn new(data: &'a [u8]) -> Self {
+        let obj = object::File::parse(data).expect("an ELF file");
+        let segments = obj
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                (s.address(), off, size)
+            })
+            .collect();
+        ElfMemory { data, segments }
+    }
+
+    /// The address of the segment at file offset 0: where the ELF header is mapped.
+    pub fn first_load(&self) -> u64 {
+        self.segments
+            .iter()
+            .find(|s| s.1 == 0)
+            .map(|s| s.0)
+            .expect("a segment maps the ELF header")
+    }
+}
+
+impl Memory for ElfMemory<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        let end = addr.checked_add(buf.len() as u64).ok_or(CfiError::Read)?;
+        for &(va, off, size) in &self.segments {
+            if va <= addr && end <= va + size {
+                let start = (off + addr - va) as usize;
+                buf.copy_from_slice(&self.data[start..start + buf.len()]);
+                return Ok(());
+            }
+        }
+        Err(CfiError::Read)
+    }
+}
+
+/// The test programs built without frame pointers.
+pub struct Built {
+    /// Where they are.
+    pub dir: PathBuf,
+    /// Every ELF file built: the GCC and Clang `uu_chain` and `libuutest.so`, the Rust
+    /// binary.
+    pub binaries: Vec<String>,
+    /// The `uu_chain` programs (GCC's, then Clang's), which find their `libuutest.so`
+    /// through their rpath.
+    pub chains: Vec<String>,
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn prog_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/prog")
+}
+
+fn build_c(dir: &Path, cc: &str, tag: &str) -> Vec<String> {
+    let out = dir.join(tag);
+    std::fs::create_dir_all(&out).expect("build folder");
+    let flags = ["-O2", "-g", "-fomit-frame-pointer", "-Wall", "-Werror"];
+    let lib = out.join("libuutest.so");
+    run(Command::new(cc)
+        .args(flags)
+        .args(["-fPIC", "-shared", "-Wl,--build-id", "-o"])
+        .arg(&lib)
+        .arg(prog_dir().join("uu_lib.c")));
+    let chain = out.join("uu_chain");
+    run(Command::new(cc)
+        .args(flags)
+        .arg("-o")
+        .arg(&chain)
+        .arg(prog_dir().join("uu_chain.c"))
+        .arg(format!("-L{}", out.display()))
+        .arg("-luutest")
+        .arg(format!("-Wl,-rpath,{}", out.display())));
+    vec![
+        chain.to_string_lossy().into_owned(),
+        lib.to_string_lossy().into_owned(),
+    ]
+}
+
+fn build_rust(dir: &Path) -> String {
+    let src = dir.join("tiny.rs");
+    std::fs::write(
+        &src,
+        "use std::collections::BTreeMap;\n\
+         #[inline(never)]\n\
+         fn work(n: u64) -> u64 {\n\
+         \tlet mut m = BTreeMap::new();\n\
+         \tfor i in 0..n { m.insert(i, format!(\"{i}\")); }\n\
+         \tm.values().map(|s| s.len() as u64).sum()\n\
+         }\n\
+         fn main() { println!(\"{}\", work(std::env::args().count() as u64 * 10)); }\n",
+    )
+    .expect("write tiny.rs");
+    let bin = dir.join("tiny-rust");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    run(Command::new(rustc)
+        .args(["-C", "opt-level=2", "--edition=2021", "-o"])
+        .arg(&bin)
+        .arg(&src));
+    bin.to_string_lossy().into_owned()
+}
+
+/// Builds the programs once per test binary into a fresh temporary folder.
+pub fn build_programs() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("uu-cfi-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary folder");
+        let mut binaries = build_c(&dir, "gcc", "gcc");
+        let mut chains = vec![binaries[0].clone()];
+        if Path::new("/usr/bin/clang-19").exists() {
+            let clang = build_c(&dir, "clang-19", "clang");
+            chains.push(clang[0].clone());
+            binaries.extend(clang);
+        } else {
+            println!("SKIP: clang-19 is not installed, no Clang build compared");
+        }
+        binaries.push(build_rust(&dir));
+        Built {
+            dir,
+            binaries,
+            chains,
+        }
+    })
+}

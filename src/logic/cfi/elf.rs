@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Finding a loaded ELF object's `.eh_frame_hdr` from its program headers
+//! (`PT_GNU_EH_FRAME`), read in the task's memory from where the object is mapped.
+
+#![forbid(unsafe_code)]
+
+use super::read_mem;
+use super::Budget;
+use super::CfiError;
+use super::Memory;
+
+/// Program headers looked at, at most.
+pub const MAX_PHDRS: u16 = 64;
+
+const PT_LOAD: u32 = 1;
+const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
+
+/// The address of the `.eh_frame_hdr` of the little-endian ELF64 object whose first page
+/// (file offset 0: the ELF header) is mapped at `base`. The load bias is `base` minus the
+/// address of the `PT_LOAD` segment at file offset 0; the program headers must lie in that
+/// mapping, as linkers place them. An object without `PT_GNU_EH_FRAME` is
+/// [`CfiError::NoFde`].
+pub fn find_eh_frame_hdr<M: Memory + ?Sized>(
+    mem: &mut M,
+    budget: &mut Budget,
+    base: u64,
+) -> Result<u64, CfiError> {
+    let mut ehdr = [0u8; 64];
+    read_mem(mem, budget, base, &mut ehdr)?;
+    let bytes = |at: usize| -> Result<[u8; 8], CfiError> {
+        ehdr.get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .ok_or(CfiError::Malformed)
+    };
+    if ehdr.get(..6) != Some(b"\x7fELF\x02\x01".as_slice()) {
+        return Err(CfiError::Unsupported);
+    }
+    let phoff = u64::from_le_bytes(bytes(32)?);
+    let [es0, es1, n0, n1, ..] = bytes(54)?;
+    let phentsize = u16::from_le_bytes([es0, es1]);
+    let phnum = u16::from_le_bytes([n0, n1]);
+    if phentsize < 56 || phnum > MAX_PHDRS {
+        return Err(CfiError::Malformed);
+    }
+    let mut first_load = None;
+    let mut eh = None;
+    for i in 0..u64::from(phnum) {
+        let at = i
+            .checked_mul(u64::from(phentsize))
+            .and_then(|o| o.checked_add(phoff))
+            .and_then(|o| o.checked_add(base))
+            .ok_or(CfiError::Malformed)?;
+        let mut ph = [0u8; 24];
+        read_mem(mem, budget, at, &mut ph)?;
+        let [t0, t1, t2, t3, _, _, _, _, o0, o1, o2, o3, o4, o5, o6, o7, v0, v1, v2, v3, v4, v5, v6, v7] =
+            ph;
+        let kind = u32::from_le_bytes([t0, t1, t2, t3]);
+        let offset = u64::from_le_bytes([o0, o1, o2, o3, o4, o5, o6, o7]);
+        let vaddr = u64::from_le_bytes([v0, v1, v2, v3, v4, v5, v6, v7]);
+        if kind == PT_LOAD && offset == 0 && first_load.is_none() {
+            first_load = Some(vaddr);
+        }
+        if kind == PT_GNU_EH_FRAME {
+            eh = Some(vaddr);
+        }
+    }
+    let first_load = first_load.ok_or(CfiError::Malformed)?;
+    let eh = eh.ok_or(CfiError::NoFde)?;
+    Ok(base.wrapping_sub(first_load).wrapping_add(eh))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Slice;
+    use super::*;
+
+    /// An ELF64 header and `phnum` program headers: a `PT_LOAD` at offset 0 and address
+    /// `0x400000`, and (if `eh`) a `PT_GNU_EH_FRAME` at `0x402000`.
+    fn image(buf: &mut [u8; 256], eh: bool, phnum: u16) {
+        *buf = [0; 256];
+        buf[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        buf[32..40].copy_from_slice(&64u64.to_le_bytes());
+        buf[54..56].copy_from_slice(&56u16.to_le_bytes());
+        buf[56..58].copy_from_slice(&phnum.to_le_bytes());
+        buf[64..68].copy_from_slice(&PT_LOAD.to_le_bytes());
+        buf[80..88].copy_from_slice(&0x40_0000u64.to_le_bytes());
+        if eh {
+            buf[120..124].copy_from_slice(&PT_GNU_EH_FRAME.to_le_bytes());
+            buf[128..136].copy_from_slice(&0x1234u64.to_le_bytes());
+            buf[136..144].copy_from_slice(&0x40_2000u64.to_le_bytes());
+        }
+    }
+
+    fn find(buf: &[u8]) -> Result<u64, CfiError> {
+        let mut m = Slice {
+            base: 0x7f00_0000_0000,
+            bytes: buf,
+        };
+        find_eh_frame_hdr(&mut m, &mut Budget::default(), 0x7f00_0000_0000)
+    }
+
+    #[test]
+    fn finds_pt_gnu_eh_frame_with_the_load_bias() {
+        let mut buf = [0u8; 256];
+        image(&mut buf, true, 2);
+        assert_eq!(find(&buf), Ok(0x7f00_0000_2000));
+        image(&mut buf, false, 2);
+        assert_eq!(find(&buf), Err(CfiError::NoFde));
+        image(&mut buf, true, 2);
+        buf[4] = 1;
+        assert_eq!(find(&buf), Err(CfiError::Unsupported));
+        image(&mut buf, true, MAX_PHDRS + 1);
+        assert_eq!(find(&buf), Err(CfiError::Malformed));
+        image(&mut buf, true, 5);
+        assert_eq!(find(&buf), Err(CfiError::Read));
+        image(&mut buf, true, 2);
+        buf[72..80].copy_from_slice(&0x1000u64.to_le_bytes());
+        assert_eq!(find(&buf), Err(CfiError::Malformed));
+    }
+}
