@@ -59,6 +59,35 @@ const char *uu_file_path(struct file *file, char *buf, int len);
 long uu_file_read(struct file *file, u64 offset, u8 *buf, size_t len);
 int uu_vma_name(struct vm_area_struct *vma, char *buf, int len, bool *special);
 
+/* src/unwind.c: the .eh_frame unwinder's access to current. Task context, may fault. */
+struct uu_regs {
+	u64 ip;
+	u64 sp;
+	u64 bp;
+};
+
+enum {
+	UU_REGION_ANON,		/* no object: anonymous memory, JIT code */
+	UU_REGION_FILE,		/* a file with an identity (id) */
+	UU_REGION_VDSO,		/* the vDSO, an ELF object at its start */
+};
+
+/* A mapping of current; mirrored by Region in src/unwind.rs. */
+struct uu_region {
+	u64 start;
+	u64 end;
+	u64 pgoff;
+	struct uu_file_id id;
+	u32 kind;
+	u32 pad;
+};
+
+bool uu_unwind_regs(struct uu_regs *regs);	/* false: use the kernel's stack */
+u64 uu_unwind_user_end(void);
+int uu_unwind_read(void *dst, u64 addr, size_t len);
+int uu_unwind_region(u64 addr, struct uu_region *r);
+u64 uu_unwind_elf_base(u64 addr);
+
 /* src/option.c: options/userstacktrace_delay. Task context. */
 int uu_option_init(bool enable);
 void uu_option_exit(void);
@@ -84,6 +113,15 @@ enum uu_stat {
 	UU_STAT_FILE_CACHE_DROPPED,	/* file_cache events no buffer took */
 	UU_STAT_LOOKUPS_CONTENDED,	/* frames left raw: mmap_lock was taken */
 	UU_STAT_STACKS_AFTER_EXEC,	/* stacks left empty: the task exec'd since the request */
+	UU_STAT_UNWIND_STACKS,		/* stacks unwound with .eh_frame */
+	UU_STAT_UNWIND_CFI_FRAMES,	/* ... frames unwound by a CFI row */
+	UU_STAT_UNWIND_FP_FRAMES,	/* ... frames unwound by frame pointer: no FDE */
+	UU_STAT_UNWIND_ROW_MISSES,	/* ... rows parsed: not in the row cache */
+	UU_STAT_UNWIND_CFI_ERRORS,	/* ... unwinds a bad table or the budget ended */
+	UU_STAT_UNWIND_TRUNCATED,	/* ... stacks cut short of their outermost frame */
+	UU_STAT_UNWIND_READS_UNFAULTED,	/* reads refused: would fault on a remote filesystem */
+	UU_STAT_UNWIND_TABLES_UNREAD,	/* frames whose table was unreadable: by frame pointer */
+	UU_STAT_UNWIND_POOL_BUSY,	/* no free work buffer: the kernel's stack recorded */
 	UU_STAT_NR
 };
 
@@ -119,6 +157,13 @@ u64 uu_kernel_siphash_1u64(u64 value, const u64 key[2]);
 
 /* Rust: translate and emit one unwound stack. Task context, may fault and sleep. */
 void uu_rust_stack(const unsigned long *ips, u32 nr, u64 cookie);
+/*
+ * Rust: unwind current's user stack with .eh_frame from @regs, then translate and emit it
+ * as uu_rust_stack() does (@ips, the kernel's stack, when it has no buffer free). Task
+ * context, may fault and sleep.
+ */
+void uu_rust_unwind_stack(const struct uu_regs *regs, const unsigned long *ips, u32 nr,
+			  u64 cookie);
 /* Rust: every file cookie needs a new file_cache event (a new reader may be starting). */
 void uu_rust_files_reset(void);
 /* Rust: parse a write to the option file. Returns 0 or 1, or -EINVAL. */

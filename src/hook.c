@@ -20,7 +20,10 @@
  * arms it. The userstacktrace_delay option enables the events in the top instance.
  *
  * The callback runs in task context on the way back to user space and may fault and sleep;
- * it hands the stack to Rust (uu_rust_stack), which translates and records it.
+ * it hands the stack to Rust, which translates and records it: by default Rust unwinds the
+ * task itself from its user registers with the programs' .eh_frame (uu_rust_unwind_stack,
+ * src/unwind.rs); with the module parameter unwinder=fp, and for 32-bit tasks, it records
+ * the kernel's frame-pointer stack (uu_rust_stack).
  *
  * A request made before execve()'s point of no return is served after it, on the way back
  * to the new program: the unwinder would find the new program's first stack, not the one
@@ -182,6 +185,8 @@ static struct trace_export uu_export = {
 static void uu_unwind_callback(struct unwind_work *work,
 			       struct unwind_stacktrace *trace, u64 cookie)
 {
+	struct uu_regs regs;
+
 	uu_stat_add(UU_STAT_CALLBACKS, 1);
 	if (current->flags & PF_EXITING)
 		uu_stat_add(UU_STAT_EXIT_CALLBACKS, 1);
@@ -193,7 +198,10 @@ static void uu_unwind_callback(struct unwind_work *work,
 		uu_rust_stack(NULL, 0, cookie);
 		return;
 	}
-	uu_rust_stack(trace->entries, trace->nr, cookie);
+	if (uu_unwind_regs(&regs))
+		uu_rust_unwind_stack(&regs, trace->entries, trace->nr, cookie);
+	else
+		uu_rust_stack(trace->entries, trace->nr, cookie);
 }
 
 /* Registers or unregisters the export as wanted and ready say. */

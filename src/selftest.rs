@@ -139,6 +139,15 @@ mod tests {
             (Stat::FileCacheDropped, c"file_cache_dropped"),
             (Stat::LookupsContended, c"lookups_contended"),
             (Stat::StacksAfterExec, c"stacks_after_exec"),
+            (Stat::UnwindStacks, c"unwind_stacks"),
+            (Stat::UnwindCfiFrames, c"unwind_cfi_frames"),
+            (Stat::UnwindFpFrames, c"unwind_fp_frames"),
+            (Stat::UnwindRowMisses, c"unwind_row_misses"),
+            (Stat::UnwindCfiErrors, c"unwind_cfi_errors"),
+            (Stat::UnwindTruncated, c"unwind_truncated"),
+            (Stat::UnwindReadsUnfaulted, c"unwind_reads_unfaulted"),
+            (Stat::UnwindTablesUnread, c"unwind_tables_unread"),
+            (Stat::UnwindPoolBusy, c"unwind_pool_busy"),
         ] {
             // SAFETY: C returns a static NUL-terminated string for every value.
             let got = unsafe { CStr::from_char_ptr(ffi::uu_stat_name(stat as u32)) };

@@ -28,10 +28,28 @@ use crate::logic::memo::CookieMemo;
 use crate::logic::offset::Mapping;
 use crate::stats::{self, Stat};
 use crate::Keys;
-use kernel::ffi::c_ulong;
 use kernel::mm::virt::VmaRef;
 use kernel::mm::MmWithUser;
 use kernel::page::PAGE_SHIFT;
+
+/// A user address as a stack holds it: the kernel's `unsigned long`, or the unwinder's
+/// `u64`.
+pub(crate) trait Ip: Copy {
+    /// The address.
+    fn addr(self) -> u64;
+}
+
+impl Ip for u64 {
+    fn addr(self) -> u64 {
+        self
+    }
+}
+
+impl Ip for usize {
+    fn addr(self) -> u64 {
+        self as u64
+    }
+}
 
 /// The file cookies of the files stacks use, under the module's one file key.
 pub(crate) static COOKIES: CookieMemo = CookieMemo::new();
@@ -141,7 +159,7 @@ fn record_empty(cookie: u64) {
 /// frames, or one empty record.
 ///
 /// Context: task context of the unwound task, may sleep.
-pub(crate) fn record(ips: &[c_ulong], cookie: u64, keys: &Keys) {
+pub(crate) fn record<T: Ip>(ips: &[T], cookie: u64, keys: &Keys) {
     stats::add(Stat::Stacks, 1);
     let current = kernel::current!();
     let Some(mm) = current.mm() else {
@@ -160,7 +178,7 @@ pub(crate) fn record(ips: &[c_ulong], cookie: u64, keys: &Keys) {
     stats::add(Stat::Frames, ips.len() as u64);
 
     for (start, len) in chunks(ips.len()) {
-        let frames = || ips[start..start + len].iter().map(|&ip| ip as u64);
+        let frames = || ips[start..start + len].iter().map(|&ip| ip.addr());
         // A fresh translator per chunk looks every file of the chunk up again, so each
         // chunk holds the files it reports.
         let mut space = TaskSpace {

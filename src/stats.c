@@ -32,6 +32,15 @@ static const char *const uu_stat_names[UU_STAT_NR] = {
 	[UU_STAT_FILE_CACHE_DROPPED] = "file_cache_dropped",
 	[UU_STAT_LOOKUPS_CONTENDED] = "lookups_contended",
 	[UU_STAT_STACKS_AFTER_EXEC] = "stacks_after_exec",
+	[UU_STAT_UNWIND_STACKS] = "unwind_stacks",
+	[UU_STAT_UNWIND_CFI_FRAMES] = "unwind_cfi_frames",
+	[UU_STAT_UNWIND_FP_FRAMES] = "unwind_fp_frames",
+	[UU_STAT_UNWIND_ROW_MISSES] = "unwind_row_misses",
+	[UU_STAT_UNWIND_CFI_ERRORS] = "unwind_cfi_errors",
+	[UU_STAT_UNWIND_TRUNCATED] = "unwind_truncated",
+	[UU_STAT_UNWIND_READS_UNFAULTED] = "unwind_reads_unfaulted",
+	[UU_STAT_UNWIND_TABLES_UNREAD] = "unwind_tables_unread",
+	[UU_STAT_UNWIND_POOL_BUSY] = "unwind_pool_busy",
 };
 
 void uu_stat_add(enum uu_stat stat, unsigned long n)

@@ -19,6 +19,15 @@ pub(crate) enum Stat {
     FileCacheDropped = 13,
     LookupsContended = 14,
     StacksAfterExec = 15,
+    UnwindStacks = 16,
+    UnwindCfiFrames = 17,
+    UnwindFpFrames = 18,
+    UnwindRowMisses = 19,
+    UnwindCfiErrors = 20,
+    UnwindTruncated = 21,
+    UnwindReadsUnfaulted = 22,
+    UnwindTablesUnread = 23,
+    UnwindPoolBusy = 24,
 }
 
 /// The sum of `stat` over all CPUs.

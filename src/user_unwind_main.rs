@@ -30,6 +30,7 @@ pub mod logic;
 mod selftest;
 mod stack;
 mod stats;
+mod unwind;
 
 use logic::siphash::SipKey;
 
@@ -49,7 +50,33 @@ module! {
 
 /// The C half of the module (`include/user_unwind.h`).
 mod ffi {
+    use crate::logic::frames::FileId;
     use kernel::ffi::{c_int, c_void};
+
+    /// `struct uu_regs`: the user registers of a kernel entry.
+    #[repr(C)]
+    pub struct UuRegs {
+        pub(crate) ip: u64,
+        pub(crate) sp: u64,
+        pub(crate) bp: u64,
+    }
+
+    /// `struct uu_region`: a mapping of `current`.
+    #[repr(C)]
+    #[derive(Default)]
+    pub(crate) struct UuRegion {
+        pub(crate) start: u64,
+        pub(crate) end: u64,
+        pub(crate) pgoff: u64,
+        pub(crate) id: FileId,
+        pub(crate) kind: u32,
+        pub(crate) pad: u32,
+    }
+
+    /// `UU_REGION_FILE`: a file with an identity.
+    pub(crate) const UU_REGION_FILE: u32 = 1;
+    /// `UU_REGION_VDSO`: the vDSO.
+    pub(crate) const UU_REGION_VDSO: u32 = 2;
 
     extern "C" {
         pub(crate) fn uu_symbols_init() -> c_int;
@@ -106,6 +133,10 @@ mod ffi {
             len: c_int,
             special: *mut bool,
         ) -> c_int;
+        pub(crate) fn uu_unwind_user_end() -> u64;
+        pub(crate) fn uu_unwind_read(dst: *mut c_void, addr: u64, len: usize) -> c_int;
+        pub(crate) fn uu_unwind_region(addr: u64, r: *mut UuRegion) -> c_int;
+        pub(crate) fn uu_unwind_elf_base(addr: u64) -> u64;
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
         pub(crate) fn uu_kernel_siphash(data: *const u8, len: usize, key: *const u64) -> u64;
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
@@ -257,4 +288,30 @@ pub unsafe extern "C" fn uu_rust_stack(ips: *const c_ulong, nr: u32, cookie: u64
         unsafe { core::slice::from_raw_parts(ips, nr as usize) }
     };
     stack::record(ips, cookie, &keys());
+}
+
+/// Unwinds `current`'s user stack with the programs' `.eh_frame` from `regs`, and records
+/// it as [`uu_rust_stack`] does; `ips`, the kernel's frame-pointer stack, is recorded when
+/// no work buffer is free.
+///
+/// # Safety
+///
+/// `regs` must be valid for reads and `ips` for reads of `nr` entries; called in task
+/// context from the deferred unwind callback of `current`.
+#[no_mangle]
+pub unsafe extern "C" fn uu_rust_unwind_stack(
+    regs: *const ffi::UuRegs,
+    ips: *const c_ulong,
+    nr: u32,
+    cookie: u64,
+) {
+    let ips = if nr == 0 || ips.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: The caller guarantees `ips` is valid for `nr` entries.
+        unsafe { core::slice::from_raw_parts(ips, nr as usize) }
+    };
+    // SAFETY: The caller guarantees `regs` is valid for reads.
+    let regs = unsafe { &*regs };
+    unwind::record(regs, cookie, &keys(), ips);
 }

@@ -18,6 +18,7 @@ use user_unwind_logic::logic::cfi::elf::find_eh_frame_hdr;
 use user_unwind_logic::logic::cfi::step::{step, Regs, Scratch, Step};
 use user_unwind_logic::logic::cfi::table::Hdr;
 use user_unwind_logic::logic::cfi::{Budget, CfiError, Memory};
+use user_unwind_logic::logic::unwinder::{unwind, Caches, End, Region, Task};
 
 /// The task's memory, through `/proc/PID/mem`.
 struct ProcMem(File);
@@ -65,6 +66,47 @@ fn hdr_for(maps: &[Map], mem: &mut ProcMem, budget: &mut Budget, pc: u64) -> Opt
         .start;
     let addr = find_eh_frame_hdr(mem, budget, base).ok()?;
     Hdr::parse(mem, budget, addr).ok()
+}
+
+/// The stopped task as the module's unwinder sees it: its mappings from `/proc/PID/maps`,
+/// each file's cookie its path's index, the ELF base its mapping at offset 0.
+struct ProcTask<'a> {
+    mem: &'a mut ProcMem,
+    maps: &'a [Map],
+}
+
+impl Memory for ProcTask<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        self.mem.read(addr, buf)
+    }
+}
+
+impl Task for ProcTask<'_> {
+    fn region(&mut self, addr: u64) -> Option<Region> {
+        let m = self.maps.iter().find(|m| m.start <= addr && addr < m.end)?;
+        let key = if m.path.starts_with('/') {
+            let first = self.maps.iter().position(|o| o.path == m.path)?;
+            Some(first as u64 + 2)
+        } else {
+            None
+        };
+        Some(Region {
+            start: m.start,
+            end: m.end,
+            offset: m.offset,
+            key,
+        })
+    }
+
+    fn elf_base(&mut self, region: &Region, _addr: u64) -> Option<u64> {
+        let m = self.maps.iter().find(|m| m.start == region.start)?;
+        Some(
+            self.maps
+                .iter()
+                .find(|b| b.path == m.path && b.offset == 0)?
+                .start,
+        )
+    }
 }
 
 fn ptrace(req: libc::c_uint, pid: i32, addr: usize, data: usize) -> i64 {
@@ -173,6 +215,33 @@ fn stop_and_unwind(prog: &str, args: &[&str]) -> Option<(std::process::Child, Ve
         budget.bytes,
         budget.insns
     );
+    // The module's driver, with its caches cold and then warm, gives the same frames; warm,
+    // it parses only the rows the cache does not keep (with DWARF expressions: a signal
+    // trampoline's).
+    let caches = Caches::new();
+    let start = Regs {
+        ip: regs.rip,
+        sp: regs.rsp,
+        bp: regs.rbp,
+    };
+    for pass in 0..2 {
+        let mut task = ProcTask {
+            mem: &mut mem,
+            maps: &maps,
+        };
+        let mut ips = [0u64; 64];
+        let (n, end, counts) = unwind(&mut task, start, 1 << 47, &caches, &mut scratch, &mut ips);
+        println!("{prog}: driver pass {pass}: {n} frames, {end:?}, {counts:?}");
+        assert_eq!(
+            &ips[..n],
+            &pcs[..],
+            "{prog}: the driver and step() disagree"
+        );
+        assert_eq!(end, End::Complete);
+        if pass == 1 {
+            assert!(counts.row_misses <= 1, "{prog}: warm caches still parse");
+        }
+    }
     // Leave it stopped for gdb: the system call completes, the stop comes on its return,
     // with the same stack.
     assert_eq!(

@@ -11,3 +11,4 @@ pub mod offset;
 pub mod option;
 pub mod seen;
 pub mod siphash;
+pub mod unwinder;

@@ -1,0 +1,687 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The user-stack unwinder: from the registers of the task's kernel entry, frame by frame,
+//! the rule of each frame's address from the object's `.eh_frame` ([`super::cfi`]), or the
+//! frame-pointer rule where no FDE covers it; with the caches that make a stack seen before
+//! cost a lookup per frame instead of a CFI parse.
+//!
+//! # Caches
+//!
+//! Both are keyed by the cookie of the file's identity (`FileId` hashed, see
+//! [`super::frames`]) and hold only what is the same in every process that maps the file,
+//! whatever ASLR did: a row is found again only through the same identity, so a file
+//! unmapped, `dlclose`d, rewritten in place (a new change time, a new cookie) or replaced
+//! by `exec` can never hand out its old rows.
+//!
+//! - [`TableCache`]: per file, where its `.eh_frame_hdr` is relative to the file's first
+//!   mapped byte (or that it has none): [`TABLE_SLOTS`] slots of 48 bytes.
+//! - [`RowCache`]: per (file, file offset of the address looked up), the row in force
+//!   there: [`ROW_SLOTS`] slots of 40 bytes, direct-mapped. Only rows without DWARF
+//!   expressions are kept (a PLT entry's or a signal trampoline's row is parsed each time).
+//!
+//! Each slot is a sequence lock over atomics: a writer that finds the slot being written
+//! skips it, a reader that sees it change misses. No lock, no allocation, any context.
+
+#![forbid(unsafe_code)]
+
+use core::sync::atomic::fence;
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering;
+
+use super::cfi::elf::find_eh_frame_hdr;
+use super::cfi::machine::Cfa;
+use super::cfi::machine::Row;
+use super::cfi::machine::Rule;
+use super::cfi::step::apply;
+use super::cfi::step::find;
+use super::cfi::step::step_fp;
+use super::cfi::step::Regs;
+use super::cfi::step::Scratch;
+use super::cfi::step::Step;
+use super::cfi::table::Hdr;
+use super::cfi::Budget;
+use super::cfi::CfiError;
+use super::cfi::Memory;
+
+/// Frames one stack holds at most: the kernel's own limit for a deferred user stack (its
+/// unwind cache fills a 4 KiB page).
+pub const MAX_FRAMES: usize = 511;
+/// Slots of the [`RowCache`].
+pub const ROW_SLOTS: usize = 2048;
+/// Slots of the [`TableCache`].
+pub const TABLE_SLOTS: usize = 64;
+/// Mappings one stack remembers while it is unwound.
+const MEMO: usize = 8;
+
+/// The mapping that holds an address, as the unwinder needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// Its first address.
+    pub start: u64,
+    /// The address after its last one.
+    pub end: u64,
+    /// The file offset of `start`.
+    pub offset: u64,
+    /// The cookie of the ELF object it maps (a file's identity, or the vDSO's name), under
+    /// which its table and rows are cached; `None` for memory without one (anonymous
+    /// memory, JIT code), which only the frame-pointer rule unwinds.
+    pub key: Option<u64>,
+}
+
+/// The unwound task: its memory and its mappings.
+pub trait Task: Memory {
+    /// The mapping holding `addr`, if any.
+    fn region(&mut self, addr: u64) -> Option<Region>;
+    /// The address where offset 0 of the object `region` maps (its ELF header) is mapped
+    /// in this process, if it is.
+    fn elf_base(&mut self, region: &Region, addr: u64) -> Option<u64>;
+}
+
+/// How an unwind ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// At the outermost frame: an undefined or zero return address.
+    Complete,
+    /// The frame limit (the caller's buffer) is reached.
+    Limit,
+    /// A table was malformed, unsupported or too long, or the stack's budget was spent.
+    Table,
+    /// A frame failed a sanity check (the stack pointer not growing, misaligned), or the
+    /// frame-pointer rule could not continue where no table helped.
+    BadFrame,
+    /// The stack could not be read.
+    Read,
+    /// The next instruction pointer is not a user address.
+    NotUser,
+}
+
+impl End {
+    /// Whether the stack is cut short of its outermost frame.
+    pub fn truncated(self) -> bool {
+        self != End::Complete
+    }
+}
+
+/// What one unwind did, for the module's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Frames unwound with a CFI row.
+    pub cfi: u32,
+    /// Frames unwound with the frame-pointer rule (no FDE covered them).
+    pub fp: u32,
+    /// Tables that ended the unwind (malformed, unsupported, too long, budget).
+    pub errors: u32,
+    /// Rows not found in the cache (parsed from the table).
+    pub row_misses: u32,
+    /// Frames whose table could not be read (a page not faulted in on a filesystem the
+    /// glue does not fault on): unwound with the frame-pointer rule instead.
+    pub table_unread: u32,
+}
+
+/// A table found for a file, relative to the address of its offset 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TableInfo {
+    /// The file has no usable `.eh_frame_hdr`: its frames use the frame-pointer rule.
+    None,
+    /// Its header, with every address relative to the file's offset 0.
+    Hdr(Hdr),
+}
+
+fn hdr_rebase(h: &Hdr, from: u64, to: u64) -> Hdr {
+    let m = |a: u64| a.wrapping_sub(from).wrapping_add(to);
+    Hdr {
+        addr: m(h.addr),
+        eh_frame: m(h.eh_frame),
+        table: m(h.table),
+        ..*h
+    }
+}
+
+/// A slot: a sequence count (odd while written) and `W` words, the first of which is the
+/// key (0: empty).
+struct Slot<const W: usize> {
+    seq: AtomicU64,
+    words: [AtomicU64; W],
+}
+
+impl<const W: usize> Slot<W> {
+    const fn empty() -> Self {
+        Slot {
+            seq: AtomicU64::new(0),
+            words: [const { AtomicU64::new(0) }; W],
+        }
+    }
+
+    /// The words, if the slot was not written while read.
+    fn read(&self) -> Option<[u64; W]> {
+        let s1 = self.seq.load(Ordering::Acquire);
+        if s1 & 1 != 0 {
+            return None;
+        }
+        let mut out = [0u64; W];
+        for (o, w) in out.iter_mut().zip(self.words.iter()) {
+            *o = w.load(Ordering::Relaxed);
+        }
+        fence(Ordering::Acquire);
+        (self.seq.load(Ordering::Relaxed) == s1).then_some(out)
+    }
+
+    /// Writes the words, unless another writer is at it.
+    fn write(&self, words: [u64; W]) {
+        let s = self.seq.load(Ordering::Relaxed);
+        if s & 1 != 0
+            || self
+                .seq
+                .compare_exchange(s, s.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        fence(Ordering::Release);
+        for (w, v) in self.words.iter().zip(words) {
+            w.store(v, Ordering::Relaxed);
+        }
+        self.seq.store(s.wrapping_add(2), Ordering::Release);
+    }
+
+    fn clear(&self) {
+        self.write([0; W]);
+    }
+}
+
+fn mix(a: u64, b: u64) -> u64 {
+    (a ^ b.rotate_left(29))
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .rotate_left(31)
+}
+
+/// Per file: its `.eh_frame_hdr`, relative to its offset 0.
+pub struct TableCache {
+    slots: [Slot<6>; TABLE_SLOTS],
+}
+
+impl Default for TableCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TableCache {
+    /// An empty cache.
+    pub const fn new() -> Self {
+        TableCache {
+            slots: [const { Slot::empty() }; TABLE_SLOTS],
+        }
+    }
+
+    fn slot(&self, key: u64) -> &Slot<6> {
+        &self.slots[(mix(key, 0) as usize) % TABLE_SLOTS]
+    }
+
+    fn get(&self, key: u64) -> Option<TableInfo> {
+        let [k, addr, eh_frame, table, count, meta] = self.slot(key).read()?;
+        if k != key || key == 0 {
+            return None;
+        }
+        if meta == 0 {
+            return Some(TableInfo::None);
+        }
+        Some(TableInfo::Hdr(Hdr {
+            addr,
+            eh_frame,
+            count,
+            table,
+            table_enc: meta as u8,
+            value_size: (meta >> 8) as u8,
+        }))
+    }
+
+    fn put(&self, key: u64, info: TableInfo) {
+        let words = match info {
+            TableInfo::None => [key, 0, 0, 0, 0, 0],
+            TableInfo::Hdr(h) => [
+                key,
+                h.addr,
+                h.eh_frame,
+                h.table,
+                h.count,
+                u64::from(h.table_enc) | u64::from(h.value_size) << 8 | 1 << 16,
+            ],
+        };
+        self.slot(key).write(words);
+    }
+
+    /// Forgets everything.
+    pub fn clear(&self) {
+        self.slots.iter().for_each(Slot::clear);
+    }
+}
+
+/// Per (file, file offset): the row in force there.
+pub struct RowCache {
+    slots: [Slot<4>; ROW_SLOTS],
+}
+
+impl Default for RowCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn rule_code(r: &Rule) -> Option<(u64, u32)> {
+    Some(match *r {
+        Rule::Undefined => (1, 0),
+        Rule::SameValue => (2, 0),
+        Rule::Offset(o) => (3, o as u32),
+        Rule::ValOffset(o) => (4, o as u32),
+        Rule::Register(r) => (5, u32::from(r)),
+        Rule::Expression(_) | Rule::ValExpression(_) => return None,
+    })
+}
+
+fn rule_decode(tag: u64, v: u32) -> Option<Rule> {
+    Some(match tag {
+        1 => Rule::Undefined,
+        2 => Rule::SameValue,
+        3 => Rule::Offset(v as i32),
+        4 => Rule::ValOffset(v as i32),
+        5 => Rule::Register(u8::try_from(v).ok()?),
+        _ => return None,
+    })
+}
+
+/// A row as two words, if it has no expression.
+fn encode_row(row: &Row) -> Option<(u64, u64)> {
+    let Cfa::RegOffset { reg, offset } = row.cfa else {
+        return None;
+    };
+    let (ra_tag, ra) = rule_code(&row.ra)?;
+    let (bp_tag, bp) = rule_code(&row.bp)?;
+    let a = u64::from(reg)
+        | u64::from(row.signal) << 8
+        | ra_tag << 16
+        | bp_tag << 24
+        | u64::from(offset as u32) << 32;
+    Some((a, u64::from(ra) | u64::from(bp) << 32))
+}
+
+fn decode_row(a: u64, b: u64) -> Option<Row> {
+    Some(Row {
+        cfa: Cfa::RegOffset {
+            reg: a as u8,
+            offset: (a >> 32) as u32 as i32,
+        },
+        ra: rule_decode((a >> 16) & 0xff, b as u32)?,
+        bp: rule_decode((a >> 24) & 0xff, (b >> 32) as u32)?,
+        signal: (a >> 8) & 0xff != 0,
+    })
+}
+
+impl RowCache {
+    /// An empty cache.
+    pub const fn new() -> Self {
+        RowCache {
+            slots: [const { Slot::empty() }; ROW_SLOTS],
+        }
+    }
+
+    fn slot(&self, key: u64, offset: u64) -> &Slot<4> {
+        &self.slots[(mix(key, offset) as usize) % ROW_SLOTS]
+    }
+
+    /// The row cached for `offset` in the file `key`.
+    pub fn get(&self, key: u64, offset: u64) -> Option<Row> {
+        let [k, o, a, b] = self.slot(key, offset).read()?;
+        if k != key || o != offset || key == 0 {
+            return None;
+        }
+        decode_row(a, b)
+    }
+
+    /// Caches `row` for `offset` in the file `key`, if it has no expression.
+    pub fn put(&self, key: u64, offset: u64, row: &Row) {
+        if let Some((a, b)) = encode_row(row) {
+            self.slot(key, offset).write([key, offset, a, b]);
+        }
+    }
+
+    /// Forgets everything.
+    pub fn clear(&self) {
+        self.slots.iter().for_each(Slot::clear);
+    }
+}
+
+/// The caches an unwind uses.
+pub struct Caches {
+    /// Tables per file.
+    pub tables: TableCache,
+    /// Rows per file offset.
+    pub rows: RowCache,
+}
+
+impl Caches {
+    /// Empty caches: about 83 KiB.
+    pub const fn new() -> Self {
+        Caches {
+            tables: TableCache::new(),
+            rows: RowCache::new(),
+        }
+    }
+}
+
+impl Default for Caches {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A mapping seen during one unwind, with the ELF base and table found for it.
+#[derive(Clone, Copy)]
+struct Seen {
+    region: Region,
+    /// The table of its object, rebased to this process; looked up on the first row miss.
+    table: Option<TableInfo>,
+}
+
+/// The rule a frame is unwound with.
+enum How {
+    Row(Row),
+    FramePointer,
+}
+
+/// The per-stack state of an unwind.
+struct Unwind<'a, T: Task> {
+    task: &'a mut T,
+    caches: &'a Caches,
+    scratch: &'a mut Scratch,
+    budget: Budget,
+    memo: [Option<Seen>; MEMO],
+    next: usize,
+    counts: Counts,
+}
+
+impl<T: Task> Unwind<'_, T> {
+    /// The memo slot of the mapping holding `pc`, looked up if new.
+    fn seen(&mut self, pc: u64) -> Option<usize> {
+        let hit = self.memo.iter().position(|s| {
+            s.as_ref()
+                .is_some_and(|s| s.region.start <= pc && pc < s.region.end)
+        });
+        if hit.is_some() {
+            return hit;
+        }
+        let region = self.task.region(pc)?;
+        let i = self.next % MEMO;
+        self.next = self.next.wrapping_add(1);
+        self.memo[i] = Some(Seen {
+            region,
+            table: None,
+        });
+        Some(i)
+    }
+
+    /// The table of the object of memo slot `i`, in this process's addresses.
+    fn table(&mut self, i: usize, key: u64, pc: u64) -> Result<TableInfo, CfiError> {
+        let seen = self.memo[i].ok_or(CfiError::NoFde)?;
+        if let Some(t) = seen.table {
+            return Ok(t);
+        }
+        let base = self
+            .task
+            .elf_base(&seen.region, pc)
+            .ok_or(CfiError::NoFde)?;
+        let info = match self.caches.tables.get(key) {
+            Some(TableInfo::Hdr(h)) => TableInfo::Hdr(hdr_rebase(&h, 0, base)),
+            Some(TableInfo::None) => TableInfo::None,
+            None => {
+                let found = find_eh_frame_hdr(self.task, &mut self.budget, base)
+                    .and_then(|at| Hdr::parse(self.task, &mut self.budget, at));
+                let info = match found {
+                    Ok(h) => TableInfo::Hdr(h),
+                    Err(CfiError::NoFde | CfiError::Unsupported | CfiError::Malformed) => {
+                        TableInfo::None
+                    }
+                    Err(e) => return Err(e),
+                };
+                let rel = match info {
+                    TableInfo::Hdr(h) => TableInfo::Hdr(hdr_rebase(&h, base, 0)),
+                    TableInfo::None => TableInfo::None,
+                };
+                self.caches.tables.put(key, rel);
+                info
+            }
+        };
+        if let Some(s) = self.memo[i].as_mut() {
+            s.table = Some(info);
+        }
+        Ok(info)
+    }
+
+    /// How the frame at `pc` is unwound: its row, or the frame-pointer rule where no table
+    /// covers it.
+    fn how(&mut self, pc: u64) -> Result<How, CfiError> {
+        let Some(i) = self.seen(pc) else {
+            return Ok(How::FramePointer);
+        };
+        let Some(region) = self.memo[i].map(|s| s.region) else {
+            return Ok(How::FramePointer);
+        };
+        let Some(key) = region.key else {
+            return Ok(How::FramePointer);
+        };
+        let offset = (pc - region.start).wrapping_add(region.offset);
+        if let Some(row) = self.caches.rows.get(key, offset) {
+            return Ok(How::Row(row));
+        }
+        self.counts.row_misses += 1;
+        let found = match self.table(i, key, pc) {
+            Ok(TableInfo::Hdr(h)) => find(self.task, &mut self.budget, &h, pc, self.scratch),
+            Ok(TableInfo::None) => Err(CfiError::NoFde),
+            Err(e) => Err(e),
+        };
+        match found {
+            Ok(found) => {
+                self.caches.rows.put(key, offset, &found.row);
+                Ok(How::Row(found.row))
+            }
+            Err(CfiError::NoFde) => Ok(How::FramePointer),
+            Err(CfiError::Read) => {
+                self.counts.table_unread += 1;
+                Ok(How::FramePointer)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Unwinds the stack whose innermost frame has the registers `regs` into `ips` (at most
+/// its length), with user addresses below `user_end`; returns the frames found, how the
+/// unwind ended and what it did.
+pub fn unwind<T: Task>(
+    task: &mut T,
+    regs: Regs,
+    user_end: u64,
+    caches: &Caches,
+    scratch: &mut Scratch,
+    ips: &mut [u64],
+) -> (usize, End, Counts) {
+    let mut u = Unwind {
+        task,
+        caches,
+        scratch,
+        budget: Budget::DEFAULT,
+        memo: [None; MEMO],
+        next: 0,
+        counts: Counts::default(),
+    };
+    let mut regs = regs;
+    let mut exact = true;
+    let mut n = 0;
+    let end = loop {
+        if regs.ip == 0 {
+            break End::Complete;
+        }
+        if regs.ip >= user_end {
+            break End::NotUser;
+        }
+        let Some(slot) = ips.get_mut(n) else {
+            break End::Limit;
+        };
+        *slot = regs.ip;
+        n += 1;
+        let pc = if exact { regs.ip } else { regs.ip - 1 };
+        let step = match u.how(pc) {
+            Ok(How::Row(row)) => {
+                u.counts.cfi += 1;
+                apply(u.task, &mut u.budget, &row, &regs)
+            }
+            Ok(How::FramePointer) => {
+                u.counts.fp += 1;
+                step_fp(u.task, &mut u.budget, &regs)
+            }
+            Err(e) => Err(e),
+        };
+        match step {
+            Ok(Step::Outermost) => break End::Complete,
+            Ok(Step::Caller { regs: r, exact_ip }) => {
+                regs = r;
+                exact = exact_ip;
+            }
+            Err(CfiError::Read) => break End::Read,
+            Err(CfiError::BadFrame | CfiError::NoFde) => break End::BadFrame,
+            Err(
+                CfiError::Malformed | CfiError::Unsupported | CfiError::TooLong | CfiError::Budget,
+            ) => {
+                u.counts.errors += 1;
+                break End::Table;
+            }
+        }
+    };
+    (n, end, u.counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::cfi::machine::Expr;
+    use super::*;
+
+    #[test]
+    fn rows_round_trip_without_expressions() {
+        let c = RowCache::new();
+        let row = Row {
+            cfa: Cfa::RegOffset {
+                reg: 7,
+                offset: -24,
+            },
+            ra: Rule::Offset(-8),
+            bp: Rule::ValOffset(-16),
+            signal: true,
+        };
+        c.put(5, 0x1234, &row);
+        assert_eq!(c.get(5, 0x1234), Some(row));
+        assert_eq!(c.get(5, 0x1235), None);
+        assert_eq!(c.get(6, 0x1234), None);
+        for bp in [Rule::Undefined, Rule::SameValue, Rule::Register(3)] {
+            let row = Row { bp, ..row };
+            c.put(5, 0x1234, &row);
+            assert_eq!(c.get(5, 0x1234), Some(row));
+        }
+        let e = Expr::new(&[0x77, 0x08]).unwrap();
+        let expr = Row {
+            ra: Rule::Expression(e),
+            ..row
+        };
+        c.put(7, 0x99, &expr);
+        assert_eq!(c.get(7, 0x99), None);
+        c.clear();
+        assert_eq!(c.get(5, 0x1234), None);
+    }
+
+    #[test]
+    fn tables_round_trip_and_rebase() {
+        let c = TableCache::new();
+        let h = Hdr {
+            addr: 0x1000,
+            eh_frame: 0x1100,
+            count: 9,
+            table_enc: 0x3b,
+            table: 0x100c,
+            value_size: 4,
+        };
+        c.put(42, TableInfo::Hdr(h));
+        c.put(43, TableInfo::None);
+        assert_eq!(c.get(42), Some(TableInfo::Hdr(h)));
+        assert_eq!(c.get(43), Some(TableInfo::None));
+        assert_eq!(c.get(44), None);
+        let r = hdr_rebase(&h, 0x1000, 0x7f00_0000_0000);
+        assert_eq!(
+            (r.addr, r.eh_frame, r.table),
+            (0x7f00_0000_0000, 0x7f00_0000_0100, 0x7f00_0000_000c)
+        );
+        assert_eq!(hdr_rebase(&r, 0x7f00_0000_0000, 0x1000), h);
+    }
+
+    /// A task of anonymous memory only: every frame by the frame-pointer rule.
+    struct Anon<'a> {
+        base: u64,
+        stack: &'a [u8],
+    }
+
+    impl Memory for Anon<'_> {
+        fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+            super::super::cfi::Slice {
+                base: self.base,
+                bytes: self.stack,
+            }
+            .read(addr, buf)
+        }
+    }
+
+    impl Task for Anon<'_> {
+        fn region(&mut self, _addr: u64) -> Option<Region> {
+            None
+        }
+        fn elf_base(&mut self, _region: &Region, _addr: u64) -> Option<u64> {
+            None
+        }
+    }
+
+    #[test]
+    fn frame_pointer_chain_ends_and_limits() {
+        const SP: u64 = 0x7ffc_0000;
+        // Frames at SP+0x10 and SP+0x30: (saved rbp, return address) pairs; the last saved
+        // return address is 0.
+        let mut words = [0u64; 16];
+        words[2] = SP + 0x30;
+        words[3] = 0x40_1000;
+        words[6] = 0;
+        words[7] = 0;
+        let mut buf = [0u8; 128];
+        for (i, w) in words.iter().enumerate() {
+            buf[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        let mut t = Anon {
+            base: SP,
+            stack: &buf,
+        };
+        let caches = Caches::new();
+        let mut scratch = Scratch::new();
+        let regs = Regs {
+            ip: 0x40_2000,
+            sp: SP,
+            bp: SP + 0x10,
+        };
+        let mut ips = [0u64; 8];
+        let (n, end, counts) = unwind(&mut t, regs, 1 << 47, &caches, &mut scratch, &mut ips);
+        assert_eq!((n, end), (2, End::Complete));
+        assert_eq!(&ips[..2], &[0x40_2000, 0x40_1000]);
+        assert_eq!(counts.fp, 2);
+        let (n, end, _) = unwind(&mut t, regs, 1 << 47, &caches, &mut scratch, &mut ips[..1]);
+        assert_eq!((n, end), (1, End::Limit));
+        let (n, end, _) = unwind(&mut t, regs, 0x40_1000, &caches, &mut scratch, &mut ips);
+        assert_eq!((n, end), (0, End::NotUser));
+        let bad = Regs { bp: SP - 8, ..regs };
+        let (n, end, _) = unwind(&mut t, bad, 1 << 47, &caches, &mut scratch, &mut ips);
+        assert_eq!((n, end), (1, End::BadFrame));
+    }
+}

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The `.eh_frame` unwinder in the deferred callback: the glue between the pure unwinder
+//! ([`crate::logic::unwinder`]) and the task (`src/unwind.c`): user memory read with
+//! `copy_from_user()` (never `kernel_read()`), mappings looked up with the per-VMA lock,
+//! the caches shared by every task, and the buffers the unwind works in.
+//!
+//! Memory: the row and table caches are static, about 83 KiB; the work buffers (the CIE
+//! and FDE scratch and the 511 frames, 8.4 KiB each) are a static pool of [`POOL_SLOTS`]
+//! (68 KiB): a callback takes a free one without allocating, and when all are in use (as
+//! many tasks in the callback at once, each faulting a page in) it records the kernel's
+//! frame-pointer stack instead.
+
+use crate::ffi;
+use crate::logic::cfi::step::{Regs, Scratch};
+use crate::logic::cfi::{CfiError, Memory};
+use crate::logic::frames::name_cookie;
+use crate::logic::unwinder::{unwind, Caches, End, Region, Task, MAX_FRAMES};
+use crate::stack::{self, Ip, COOKIES};
+use crate::stats::{self, Stat};
+use crate::Keys;
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::page::PAGE_SHIFT;
+
+/// The caches of every unwind: tables per file, rows per file offset.
+static CACHES: Caches = Caches::new();
+
+/// Work buffers in the pool.
+const POOL_SLOTS: usize = 8;
+
+/// What one unwind works in.
+struct Work {
+    scratch: Scratch,
+    ips: [u64; MAX_FRAMES],
+}
+
+/// A pool slot.
+///
+/// # Invariants
+///
+/// `work` is accessed only by the holder of `busy`, through a [`Taken`].
+struct PoolSlot {
+    busy: AtomicBool,
+    work: UnsafeCell<Work>,
+}
+
+// SAFETY: By the type invariant, `work` is only accessed by the one holder of `busy`, which
+// an atomic swap hands out.
+unsafe impl Sync for PoolSlot {}
+
+impl PoolSlot {
+    const fn new() -> Self {
+        PoolSlot {
+            busy: AtomicBool::new(false),
+            work: UnsafeCell::new(Work {
+                scratch: Scratch::new(),
+                ips: [0; MAX_FRAMES],
+            }),
+        }
+    }
+}
+
+static POOL: [PoolSlot; POOL_SLOTS] = [const { PoolSlot::new() }; POOL_SLOTS];
+
+/// A pool slot taken by this callback, released on drop.
+///
+/// # Invariants
+///
+/// This value set `slot.busy`, and is the only one that may access `slot.work`.
+struct Taken(&'static PoolSlot);
+
+impl Taken {
+    fn take() -> Option<Taken> {
+        POOL.iter()
+            .find(|s| !s.busy.swap(true, Ordering::Acquire))
+            // INVARIANT: The swap set `busy`, which was clear.
+            .map(Taken)
+    }
+
+    fn work(&mut self) -> &mut Work {
+        // SAFETY: By the type invariant this value holds the slot; `&mut self` makes the
+        // reference unique for its lifetime.
+        unsafe { &mut *self.0.work.get() }
+    }
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        self.0.busy.store(false, Ordering::Release);
+    }
+}
+
+/// `current`'s memory and mappings, as the unwinder reads them.
+struct Current<'k> {
+    keys: &'k Keys,
+    /// The start of the vDSO, once a frame was found in it.
+    vdso: Option<u64>,
+}
+
+impl Memory for Current<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        // SAFETY: `buf` is valid for `buf.len()` bytes of writes; `addr` is only read from
+        // user space, by `copy_from_user()` and friends; task context of `current`.
+        match unsafe { ffi::uu_unwind_read(buf.as_mut_ptr().cast(), addr, buf.len()) } {
+            0 => Ok(()),
+            _ => Err(CfiError::Read),
+        }
+    }
+}
+
+impl Task for Current<'_> {
+    fn region(&mut self, addr: u64) -> Option<Region> {
+        let mut r = ffi::UuRegion::default();
+        // SAFETY: `r` is valid for a write; task context of `current`.
+        let ret = unsafe { ffi::uu_unwind_region(addr, &mut r) };
+        if ret == kernel::error::code::EBUSY.to_errno() {
+            stats::add(Stat::LookupsContended, 1);
+        }
+        if ret != 0 {
+            return None;
+        }
+        let key = match r.kind {
+            ffi::UU_REGION_FILE => Some(COOKIES.cookie(&r.id, &self.keys.file)),
+            ffi::UU_REGION_VDSO => {
+                self.vdso = Some(r.start);
+                Some(name_cookie(b"[vdso]", &self.keys.name))
+            }
+            _ => None,
+        };
+        Some(Region {
+            start: r.start,
+            end: r.end,
+            offset: r.pgoff.checked_shl(PAGE_SHIFT as u32)?,
+            key,
+        })
+    }
+
+    fn elf_base(&mut self, region: &Region, addr: u64) -> Option<u64> {
+        if self.vdso == Some(region.start) {
+            return Some(region.start);
+        }
+        // SAFETY: Task context of `current`.
+        let base = unsafe { ffi::uu_unwind_elf_base(addr) };
+        (base != 0).then_some(base)
+    }
+}
+
+/// Unwinds `current`'s user stack from `regs` with the programs' `.eh_frame`, and records
+/// it; `fallback`, the kernel's frame-pointer stack, is recorded instead when no work
+/// buffer is free.
+///
+/// Context: the deferred callback, task context of `current`, may fault and sleep.
+pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallback: &[T]) {
+    let Some(mut taken) = Taken::take() else {
+        stats::add(Stat::UnwindPoolBusy, 1);
+        return stack::record(fallback, cookie, keys);
+    };
+    let work = taken.work();
+    let mut task = Current { keys, vdso: None };
+    let start = Regs {
+        ip: regs.ip,
+        sp: regs.sp,
+        bp: regs.bp,
+    };
+    // SAFETY: A plain C function without preconditions.
+    let user_end = unsafe { ffi::uu_unwind_user_end() };
+    let (n, end, counts) = unwind(
+        &mut task,
+        start,
+        user_end,
+        &CACHES,
+        &mut work.scratch,
+        &mut work.ips,
+    );
+    stats::add(Stat::UnwindStacks, 1);
+    stats::add(Stat::UnwindCfiFrames, counts.cfi.into());
+    stats::add(Stat::UnwindFpFrames, counts.fp.into());
+    stats::add(Stat::UnwindRowMisses, counts.row_misses.into());
+    stats::add(Stat::UnwindCfiErrors, counts.errors.into());
+    stats::add(Stat::UnwindTablesUnread, counts.table_unread.into());
+    if end.truncated() {
+        stats::add(Stat::UnwindTruncated, 1);
+    }
+    let truncated = match end {
+        End::Complete => None,
+        other => Some(other),
+    };
+    stack::record(&work.ips[..n], cookie, keys);
+    let _ = truncated;
+}
