@@ -35,6 +35,11 @@ copy_with_libs "$CACHE/prog/uu_dl" /usr/bin/uu_dl
 copy_with_libs "$CACHE/prog/uu_bench" /usr/bin/uu_bench
 copy_with_libs "$CACHE/prog/uu_named" /usr/bin/uu_named
 copy_with_libs "$CACHE/prog/uu_many" /usr/bin/uu_many
+for lib in libuunofp.so libuunofpdl.so; do
+	install -m 0755 "$CACHE/prog/$lib" "$OUT/usr/lib/$lib"
+done
+copy_with_libs "$CACHE/prog/uu_nofp" /usr/bin/uu_nofp
+install -m 0644 "$ROOT/tests/guest/unwind.sh" "$OUT/lib/uu-unwind.sh"
 install -m 0644 "$KO" "$OUT/lib/modules/user_unwind.ko"
 install -m 0644 "$ROOT/tests/guest/lib.sh" "$OUT/lib/uu.sh"
 install -m 0755 "$ROOT/tests/guest/memory.sh" "$OUT/usr/bin/memory.sh"

@@ -391,4 +391,6 @@ echo 0 >$T/events/enable
 result leftover_option "$([ -e $OPT ] && echo yes || echo no)"
 result leftover_events "$([ -e $T/events/user_unwind ] && echo yes || echo no)"
 
+. /lib/uu-unwind.sh
+
 section END

@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: GPL-2.0
+# Guest half of the .eh_frame unwinder's tests, sourced by tests/guest/e2e.sh (installed as
+# /lib/uu-unwind.sh); tests/unwind.py checks the sections on the host. Uses e2e.sh's
+# section and traced. The module is loaded here with its default unwinder (eh_frame) and
+# unloaded at the end.
+insmod /lib/modules/user_unwind.ko
+section UNWIND_LOAD
+result insmod_status $?
+result unwinder "$(cat /sys/module/user_unwind/parameters/unwinder)"
+echo global >$T/trace_clock
+export LD_BIND_NOW=
+unset LD_BIND_NOW
+
+traced UNWIND_CHAIN 'id == 110' uu_nofp chain 40
+traced UNWIND_THREAD 'id == 110' uu_nofp thread 40
+traced UNWIND_SIGNAL 'id == 110' uu_nofp signal 30
+traced UNWIND_DEEP 'id == 110' sh -c 'for i in 1 2 3 4 5; do uu_nofp deep 100 || exit 1; done'
+traced UNWIND_PLT 'id == 110' sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do uu_nofp plt || exit 1; done'
+traced UNWIND_DL 'id == 110' uu_nofp dl 40
+# A Debian binary: bash's own system calls, builtins only (no fork, no exec).
+traced UNWIND_BASH 'common_pid != 0' bash -c 'i=0; while [ $i -lt 30 ]; do i=$((i + 1)); echo $i >/dev/null; done'
+
+# The switch: the kernel's frame-pointer stack, then back.
+section UNWIND_SWITCH
+result bad_value "$(echo bogus >/sys/module/user_unwind/parameters/unwinder 2>/dev/null && echo accepted || echo refused)"
+echo fp >/sys/module/user_unwind/parameters/unwinder
+result unwinder_fp "$(cat /sys/module/user_unwind/parameters/unwinder)"
+traced UNWIND_FP 'id == 110' uu_nofp chain 10
+echo eh_frame >/sys/module/user_unwind/parameters/unwinder
+section UNWIND_SWITCH_BACK
+result unwinder_back "$(cat /sys/module/user_unwind/parameters/unwinder)"
+
+section UNWIND_STATS
+cat $T/user_unwind_stats
+echo local >$T/trace_clock
+rmmod user_unwind
+section UNWIND_UNLOAD
+result rmmod_status $?

@@ -1,0 +1,221 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Host half of the .eh_frame unwinder's end-to-end tests (tests/guest/unwind.sh): every
+stack of the test programs built without frame pointers (tests/prog/uu_nofp.c) must be
+exactly its known chain, symbolized against the binaries' own symbols (libc's and ld.so's
+from their debug files, libc6-dbg), at least 95 % of them complete; bash's (a Debian
+binary) must end in __libc_start_call_main -> __libc_start_main -> _start.
+
+Run by tests/e2e.py (unwind.check), or alone on a saved guest output:
+    python3 tests/unwind.py OUTPUT.txt PROG_DIR
+"""
+import collections
+import os
+import re
+import subprocess
+import sys
+
+START = ["main", "__libc_start_call_main", "__libc_start_main", "_start"]
+CHAINS = {
+    "UNWIND_CHAIN": ["getppid", "nf_c", "nf_b", "nf_a"] + START,
+    "UNWIND_THREAD": ["getppid", "nf_t1", "nf_thread", "start_thread", "clone3"],
+    "UNWIND_SIGNAL": ["getppid", "nf_h1", "nf_handler", "__restore_rt", "kill", "nf_sig"]
+    + START,
+    # main -> nf_rec(100) -> ... -> nf_rec(0) -> getppid: 101 frames of nf_rec.
+    "UNWIND_DEEP": ["getppid"] + ["nf_rec"] * 101 + START,
+    # The IFUNC resolver, run by ld.so's lazy binding from the PLT entry of nf_ifunc.
+    "UNWIND_PLT": ["nf_resolver", "_dl_fixup", "_dl_runtime_resolve_xsavec", "nf_plt"] + START,
+    "UNWIND_DL": ["getppid", "nf_dl_fn", "nf_dl"] + START,
+}
+# What the guest's files are on the host: the test programs, and the host's own libraries
+# (build-initramfs.sh copies them).
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+LDSO = "/lib64/ld-linux-x86-64.so.2"
+GUEST_PROG = {"/usr/bin/uu_nofp": "uu_nofp", "/usr/lib/libuunofp.so": "libuunofp.so",
+              "/usr/lib/libuunofpdl.so": "libuunofpdl.so"}
+
+
+def _run(*args):
+    return subprocess.run(args, capture_output=True, text=True).stdout
+
+
+class Symbols:
+    """File offset -> the names of the function there: program headers from the file,
+    symbols from its debug file if libc6-dbg has one (found by build-id), else its own
+    (.symtab, then .dynsym), a symbol without a size extending to the next one; and
+    `_start` at the entry point of a binary stripped of it (Debian's bash)."""
+
+    def __init__(self, path):
+        self.segments = []
+        for line in _run("readelf", "-lW", path).splitlines():
+            f = line.split()
+            if f and f[0] == "LOAD":
+                self.segments.append((int(f[1], 16), int(f[2], 16), int(f[4], 16)))
+        m = re.search(r"Build ID: ([0-9a-f]+)", _run("readelf", "-n", path))
+        sources = [path]
+        if m:
+            debug = f"/usr/lib/debug/.build-id/{m.group(1)[:2]}/{m.group(1)[2:]}.debug"
+            if os.path.exists(debug):
+                sources.insert(0, debug)
+        syms = []
+        for src in sources:
+            for flags in ([], ["-D"]):
+                for line in _run("nm", *flags, "-S", "--defined-only", src).splitlines():
+                    f = line.split()
+                    if len(f) == 4 and f[2] in "TtWw":
+                        syms.append((int(f[0], 16), int(f[1], 16), f[3]))
+                    elif len(f) == 3 and f[1] in "TtWw":
+                        syms.append((int(f[0], 16), 0, f[2]))
+        m = re.search(r"Entry point address:\s+0x([0-9a-f]+)", _run("readelf", "-h", path))
+        if m and not any(n == "_start" for _, _, n in syms):
+            syms.append((int(m.group(1), 16), 0x26, "_start"))
+        starts = sorted({a for a, _, _ in syms})
+        self.symbols = []
+        for addr, size, name in syms:
+            if not size:
+                later = [s for s in starts if s > addr]
+                size = (later[0] - addr) if later else 0x40
+            self.symbols.append((addr, size, name.split("@")[0]))
+
+    def names(self, offset, return_address):
+        for off, vaddr, size in self.segments:
+            if off <= offset < off + size:
+                v = offset - off + vaddr - (1 if return_address else 0)
+                return {n for a, s, n in self.symbols if a <= v < a + s}
+        return set()
+
+
+def host_path(path, prog):
+    if path in GUEST_PROG:
+        return os.path.join(prog, GUEST_PROG[path])
+    return path if os.path.exists(path) else None
+
+
+def stacks(events):
+    """Whole stacks, in order: (comm, [(offset, path)]), their chunks joined by cookie and
+    each frame's cookie resolved through the latest file_cache before it."""
+    paths, parts, order, comm = {}, collections.defaultdict(list), [], {}
+    for e in events:
+        if e["event"] == "file_cache" and "path" in e:
+            paths[e["cookie"]] = e["path"]
+        elif e["event"] == "user_unwind_stack":
+            m = re.search(r"frames (\d+)-\d+ of \d+", e["rest"])
+            start = int(m.group(1)) if m else 0
+            if e["cookie"] not in parts:
+                order.append(e["cookie"])
+            comm[e["cookie"]] = e["comm"]
+            parts[e["cookie"]].append((start, [(off, paths.get(c) if c > 1 else None)
+                                               for off, c in e["frames"]]))
+    out = []
+    for c in order:
+        frames = []
+        for _, chunk in sorted(parts[c], key=lambda p: p[0]):
+            frames += chunk
+        out.append((comm[c], frames))
+    return out
+
+
+def symbolize(frames, prog, cache):
+    out = []
+    for i, (off, path) in enumerate(frames):
+        hp = host_path(path, prog) if path else None
+        if not hp:
+            out.append({f"?{path or 'anon'}+{off:x}"})
+            continue
+        if hp not in cache:
+            cache[hp] = Symbols(hp)
+        # A return address at a function's first byte is a signal trampoline's
+        # (__restore_rt, which the kernel's signal frame returns to): look it up as is.
+        out.append(cache[hp].names(off, i > 0) or cache[hp].names(off, False)
+                   or {f"?{os.path.basename(hp)}+{off:x}"})
+    return out
+
+
+def show(names):
+    return [sorted(n)[0] for n in names]
+
+
+def check_chain(check, name, events, chain, prog, cache, comm="uu_nofp", min_stacks=10):
+    got = [f for c, f in stacks(events) if c == comm]
+    complete, wrong = 0, []
+    for frames in got:
+        names = symbolize(frames, prog, cache)
+        ok = len(names) <= len(chain) and all(w in n for w, n in zip(chain, names))
+        if ok and len(names) == len(chain):
+            complete += 1
+        elif not ok:
+            wrong.append(show(names))
+    check(f"unwinder: {name}: every stack is the known chain {chain[:6]}...",
+          len(got) >= min_stacks and not wrong,
+          f"{len(got)} stacks, {len(wrong)} wrong, e.g. {wrong[:2]}")
+    check(f"unwinder: {name}: at least 95 % of the stacks are complete",
+          got and complete >= 0.95 * len(got), f"{complete} of {len(got)} complete")
+
+
+def check_bash(check, events, prog, cache):
+    """bash is stripped: only its entry point (_start) has a name; its stacks must end in
+    libc's start, or, before main, in ld.so's. The stacks of its pid before the exec (the
+    shell's child, in busybox) are left out."""
+    bash = "/bin/bash"
+    got = [f for c, f in stacks(events)
+           if c == "bash" and f and all(p in (bash, LIBC, LDSO) for _, p in f)]
+    tails = (["__libc_start_call_main", "__libc_start_main", "_start"],
+             ["_dl_start", "_start"])
+    complete, wrong = 0, []
+    for frames in got:
+        names = symbolize(frames, prog, cache)
+        unknown = [n for (_, p), n in zip(frames, names)
+                   if p != bash and all(x.startswith("?") for x in n)]
+        ends = any(len(names) > len(t) and all(w in n for w, n in zip(t, names[-len(t):]))
+                   for t in tails)
+        if ends and not unknown:
+            complete += 1
+        else:
+            wrong.append(show(names))
+    check("unwinder: Debian's bash: stacks end in __libc_start_call_main -> "
+          "__libc_start_main -> _start (ld.so's _start before main), at least 95 % of them",
+          len(got) >= 20 and complete >= 0.95 * len(got),
+          f"{complete} of {len(got)} complete, e.g. {wrong[:2]}")
+
+
+def check(s, prog, check_fn=None, parse_trace=None, values=None):
+    main = sys.modules["__main__"]
+    check_fn = check_fn or main.check
+    parse_trace = parse_trace or main.parse_trace
+    values = values or main.values
+    cache = {}
+    v = values(s.get("UNWIND_LOAD", []))
+    check_fn("unwinder: the module loads with the .eh_frame unwinder by default",
+             v.get("insmod_status") == "0" and v.get("unwinder") == "eh_frame", str(v))
+    for section, chain in CHAINS.items():
+        events = parse_trace(s.get(section, []))
+        status = values(s.get(section, [])).get("status")
+        check_fn(f"unwinder: {section} ran", status == "0", f"status {status}")
+        check_chain(check_fn, section, events, chain, prog, cache,
+                    min_stacks=5 if section in ("UNWIND_DEEP", "UNWIND_PLT") else 20)
+    check_bash(check_fn, parse_trace(s.get("UNWIND_BASH", [])), prog, cache)
+    v = values(s.get("UNWIND_SWITCH", []))
+    back = values(s.get("UNWIND_SWITCH_BACK", []))
+    fp = [f for c, f in stacks(parse_trace(s.get("UNWIND_FP", []))) if c == "uu_nofp"]
+    short = [f for f in fp if len(f) < len(CHAINS["UNWIND_CHAIN"])]
+    check_fn("unwinder: unwinder=fp selects the kernel's frame-pointer stack, and back",
+             v.get("bad_value") == "refused" and v.get("unwinder_fp") == "fp"
+             and back.get("unwinder_back") == "eh_frame" and fp and short,
+             f"{v} {back}: {len(short)} of {len(fp)} stacks short of the chain")
+    stats = {k.rstrip(":"): int(x) for k, x in (line.split() for line in s.get("UNWIND_STATS", [])
+                                                   if ": " in line)}
+    print(f"# unwinder stats: { {k: x for k, x in stats.items() if k.startswith('unwind')} }")
+    check_fn("unwinder: stacks counted, warm rows reused",
+             stats.get("unwind_stacks", 0) > 0 and stats.get("unwind_cfi_frames", 0)
+             > 4 * stats.get("unwind_row_misses", 1), str(stats))
+    check_fn("unwinder: the module unloads", values(s.get("UNWIND_UNLOAD", [])).get(
+        "rmmod_status") == "0", str(s.get("UNWIND_UNLOAD")))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import e2e
+    with open(sys.argv[1]) as f:
+        secs = e2e.sections(f.read())
+    check(secs, sys.argv[2], e2e.check, e2e.parse_trace, e2e.values)
+    print(f"unwind: {e2e.results.count(True)} passed, {e2e.results.count(False)} failed")
+    sys.exit(0 if all(e2e.results) else 1)
