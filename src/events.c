@@ -21,6 +21,12 @@ void uu_emit_stack(u64 cookie, u16 start, u16 total, const u64 *files,
 	trace_user_unwind_stack(cookie, start, total, files, nr_files, lo, hi, idx, nr);
 }
 
+/* Context: task, the deferred callback. */
+void uu_emit_truncated(u64 cookie, u16 frames, u8 reason)
+{
+	trace_user_unwind_truncated(cookie, frames, reason);
+}
+
 /**
  * uu_emit_file_cache - write a file_cache event
  * @cookie: the file or name cookie
@@ -80,6 +86,7 @@ bool uu_is_own_event(unsigned short type)
 {
 	return type == event_user_unwind_cookie.event.type ||
 	       type == event_user_unwind_stack.event.type ||
+	       type == event_user_unwind_truncated.event.type ||
 	       type == event_file_cache.event.type;
 }
 
@@ -191,6 +198,7 @@ void uu_events_init(void)
 	event_user_unwind_cookie.perf_perm = uu_perf_perm;
 	event_user_unwind_stack.perf_perm = uu_perf_perm;
 	event_file_cache.perf_perm = uu_perf_perm;
+	event_user_unwind_truncated.perf_perm = uu_perf_perm;
 #endif
 	uu_stack_funcs.raw = event_user_unwind_stack.event.funcs->raw;
 	uu_stack_funcs.hex = event_user_unwind_stack.event.funcs->hex;

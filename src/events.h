@@ -80,6 +80,37 @@ TRACE_EVENT(user_unwind_stack,
 );
 
 /*
+ * The .eh_frame unwinder's stack of @cookie ends short of its outermost frame, after
+ * @frames frames (its user_unwind_stack records, written just before, hold them all):
+ * the frame limit, a malformed, unsupported or over-budget table, a frame that failed a
+ * sanity check (or that only the frame-pointer rule could have unwound, and it failed), an
+ * unreadable stack, or a return address outside user space. A complete stack, and every
+ * stack of the frame-pointer unwinder (unwinder=fp), has none.
+ */
+TRACE_EVENT(user_unwind_truncated,
+
+	TP_PROTO(u64 cookie, u16 frames, u8 reason),
+
+	TP_ARGS(cookie, frames, reason),
+
+	TP_STRUCT__entry(
+		__field(u64, cookie)
+		__field(u16, frames)
+		__field(u8, reason)
+	),
+
+	TP_fast_assign(
+		__entry->cookie = cookie;
+		__entry->frames = frames;
+		__entry->reason = reason;
+	),
+
+	TP_printk("cookie=%llx frames=%u reason=%s", __entry->cookie, __entry->frames,
+		  __print_symbolic(__entry->reason, { 1, "limit" }, { 2, "table" },
+				   { 3, "bad_frame" }, { 4, "read" }, { 5, "not_user" }))
+);
+
+/*
  * What a file cookie stands for: the path of the file as the traced task sees it and its
  * GNU build-id (build_id_len 0: none); for a named mapping without a file, its name.
  * Written before the first stack that uses the cookie, again after the file behind the

@@ -47,7 +47,7 @@ static const char *const uu_options_dirs[] = {
  * other way round.
  */
 static const char *const uu_option_events[] = {
-	"file_cache", "user_unwind_stack", "user_unwind_cookie",
+	"file_cache", "user_unwind_truncated", "user_unwind_stack", "user_unwind_cookie",
 };
 
 static int uu_option_set(bool on)

@@ -63,7 +63,8 @@ MODULE_PARM_DESC(unwinder,
 
 /**
  * uu_unwind_regs - the user registers the .eh_frame unwinder starts from
- * @regs: filled with the instruction, stack and frame pointers of current's kernel entry
+ * @regs: filled with the instruction, stack and frame pointers and rbx of current's
+ *        kernel entry
  *
  * Context: task, the deferred-unwind callback.
  * Return: true when the .eh_frame unwinder is selected and current runs 64-bit code;
@@ -78,6 +79,7 @@ bool uu_unwind_regs(struct uu_regs *regs)
 	regs->ip = pt->ip;
 	regs->sp = pt->sp;
 	regs->bp = pt->bp;
+	regs->bx = pt->bx;
 	return true;
 }
 

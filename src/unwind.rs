@@ -162,6 +162,7 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         ip: regs.ip,
         sp: regs.sp,
         bp: regs.bp,
+        bx: regs.bx,
     };
     // SAFETY: A plain C function without preconditions.
     let user_end = unsafe { ffi::uu_unwind_user_end() };
@@ -182,10 +183,15 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
     if end.truncated() {
         stats::add(Stat::UnwindTruncated, 1);
     }
-    let truncated = match end {
-        End::Complete => None,
-        other => Some(other),
-    };
     stack::record(&work.ips[..n], cookie, keys);
-    let _ = truncated;
+    let reason = match end {
+        End::Complete => return,
+        End::Limit => 1,
+        End::Table => 2,
+        End::BadFrame => 3,
+        End::Read => 4,
+        End::NotUser => 5,
+    };
+    // SAFETY: A plain C function without preconditions; task context.
+    unsafe { ffi::uu_emit_truncated(cookie, n as u16, reason) };
 }

@@ -59,6 +59,7 @@ mod ffi {
         pub(crate) ip: u64,
         pub(crate) sp: u64,
         pub(crate) bp: u64,
+        pub(crate) bx: u64,
     }
 
     /// `struct uu_region`: a mapping of `current`.
@@ -133,6 +134,7 @@ mod ffi {
             len: c_int,
             special: *mut bool,
         ) -> c_int;
+        pub(crate) fn uu_emit_truncated(cookie: u64, frames: u16, reason: u8);
         pub(crate) fn uu_unwind_user_end() -> u64;
         pub(crate) fn uu_unwind_read(dst: *mut c_void, addr: u64, len: usize) -> c_int;
         pub(crate) fn uu_unwind_region(addr: u64, r: *mut UuRegion) -> c_int;

@@ -23,7 +23,10 @@ CHAINS = {
     # main -> nf_rec(100) -> ... -> nf_rec(0) -> getppid: 101 frames of nf_rec.
     "UNWIND_DEEP": ["getppid"] + ["nf_rec"] * 101 + START,
     # The IFUNC resolver, run by ld.so's lazy binding from the PLT entry of nf_ifunc.
-    "UNWIND_PLT": ["nf_resolver", "_dl_fixup", "_dl_runtime_resolve_xsavec", "nf_plt"] + START,
+    # (the trampoline ld.so picks for the CPU: QEMU's TCG has no XSAVEC).
+    "UNWIND_PLT": ["nf_resolver", "_dl_fixup",
+                   ("_dl_runtime_resolve_xsavec", "_dl_runtime_resolve_xsave",
+                    "_dl_runtime_resolve_fxsave"), "nf_plt"] + START,
     "UNWIND_DL": ["getppid", "nf_dl_fn", "nf_dl"] + START,
 }
 # What the guest's files are on the host: the test programs, and the host's own libraries
@@ -114,6 +117,25 @@ def stacks(events):
     return out
 
 
+def truncations(events):
+    """cookie -> (frames, reason) of every user_unwind_truncated event."""
+    out = {}
+    for e in events:
+        m = re.search(r"frames=(\d+) reason=(\w+)", e["rest"])
+        if e["event"] == "user_unwind_truncated" and m:
+            out[e["cookie"]] = (int(m.group(1)), m.group(2))
+    return out
+
+
+def cookies(events, comm):
+    """The cookies of the whole stacks of `comm`, in the order of stacks()."""
+    seen = []
+    for e in events:
+        if e["event"] == "user_unwind_stack" and e["cookie"] not in seen:
+            seen.append(e["cookie"])
+    return [c for c, (who, _) in zip(seen, stacks(events)) if who == comm]
+
+
 def symbolize(frames, prog, cache):
     out = []
     for i, (off, path) in enumerate(frames):
@@ -134,16 +156,24 @@ def show(names):
     return [sorted(n)[0] for n in names]
 
 
+def match(want, names):
+    """Whether a frame's names are the chain's entry `want` (a name or alternatives)."""
+    return any(w in names for w in (want if isinstance(want, tuple) else (want,)))
+
+
 def check_chain(check, name, events, chain, prog, cache, comm="uu_nofp", min_stacks=10):
     got = [f for c, f in stacks(events) if c == comm]
+    cut = truncations(events)
     complete, wrong = 0, []
-    for frames in got:
+    for cookie, frames in zip(cookies(events, comm), got):
         names = symbolize(frames, prog, cache)
-        ok = len(names) <= len(chain) and all(w in n for w, n in zip(chain, names))
-        if ok and len(names) == len(chain):
+        ok = len(names) <= len(chain) and all(match(w, n) for w, n in zip(chain, names))
+        if ok and len(names) == len(chain) and cookie not in cut:
             complete += 1
         elif not ok:
             wrong.append(show(names))
+        elif cut.get(cookie, (None,))[0] != len(names):
+            wrong.append(f"short of the chain without its user_unwind_truncated: {show(names)}")
     check(f"unwinder: {name}: every stack is the known chain {chain[:6]}...",
           len(got) >= min_stacks and not wrong,
           f"{len(got)} stacks, {len(wrong)} wrong, e.g. {wrong[:2]}")
@@ -193,6 +223,13 @@ def check(s, prog, check_fn=None, parse_trace=None, values=None):
         check_chain(check_fn, section, events, chain, prog, cache,
                     min_stacks=5 if section in ("UNWIND_DEEP", "UNWIND_PLT") else 20)
     check_bash(check_fn, parse_trace(s.get("UNWIND_BASH", [])), prog, cache)
+    events = parse_trace(s.get("UNWIND_LIMIT", []))
+    got, cut = stacks(events), truncations(events)
+    deep = [(c, f) for c, (who, f) in zip(cookies(events, "uu_nofp"), got) if who == "uu_nofp"]
+    check_fn("unwinder: a stack deeper than 511 frames is cut there and says so "
+             "(user_unwind_truncated reason=limit)",
+             deep and all(len(f) == 511 and cut.get(c) == (511, "limit") for c, f in deep),
+             f"{[(len(f), cut.get(c)) for c, f in deep]}")
     v = values(s.get("UNWIND_SWITCH", []))
     back = values(s.get("UNWIND_SWITCH_BACK", []))
     fp = [f for c, f in stacks(parse_trace(s.get("UNWIND_FP", []))) if c == "uu_nofp"]

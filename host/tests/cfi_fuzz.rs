@@ -136,7 +136,7 @@ proptest! {
         let regs = Regs {
             ip: text.start + ip.index(span) as u64,
             sp: STACK_BASE,
-            bp: STACK_BASE + 64,
+            bp: STACK_BASE + 64, bx: 0,
         };
         unwind(&mut mem, *hdr_addr, regs);
     }
@@ -157,7 +157,7 @@ proptest! {
             stack_base: STACK_BASE,
             bytes: 0,
         };
-        let regs = Regs { ip, sp: STACK_BASE, bp: STACK_BASE + 16 };
+        let regs = Regs { ip, sp: STACK_BASE, bp: STACK_BASE + 16, bx: 0 };
         unwind(&mut mem, 0x1000, regs);
         let mut budget = Budget::default();
         let _ = find_eh_frame_hdr(&mut mem, &mut budget, 0x1000);
@@ -226,6 +226,7 @@ fn real_libc_unwinds_a_frame() {
         ip: getpid,
         sp: STACK_BASE,
         bp: 77,
+        bx: 0,
     };
     let got = step(
         &mut mem,
@@ -241,7 +242,8 @@ fn real_libc_unwinds_a_frame() {
             regs: Regs {
                 ip: 0x1234_5678,
                 sp: STACK_BASE + 8,
-                bp: 77
+                bp: 77,
+                bx: 0
             },
             exact_ip: false
         })

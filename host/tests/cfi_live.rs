@@ -187,6 +187,7 @@ fn stop_and_unwind(prog: &str, args: &[&str]) -> Option<(std::process::Child, Ve
         ip: regs.rip,
         sp: regs.rsp,
         bp: regs.rbp,
+        bx: regs.rbx,
     };
     let mut exact = true;
     let mut pcs = vec![r.ip];
@@ -223,6 +224,7 @@ fn stop_and_unwind(prog: &str, args: &[&str]) -> Option<(std::process::Child, Ve
         ip: regs.rip,
         sp: regs.rsp,
         bp: regs.rbp,
+        bx: regs.rbx,
     };
     for pass in 0..2 {
         let mut task = ProcTask {

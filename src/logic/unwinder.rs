@@ -16,7 +16,7 @@
 //! - [`TableCache`]: per file, where its `.eh_frame_hdr` is relative to the file's first
 //!   mapped byte (or that it has none): [`TABLE_SLOTS`] slots of 48 bytes.
 //! - [`RowCache`]: per (file, file offset of the address looked up), the row in force
-//!   there: [`ROW_SLOTS`] slots of 40 bytes, direct-mapped. Only rows without DWARF
+//!   there: [`ROW_SLOTS`] slots of 48 bytes, direct-mapped. Only rows without DWARF
 //!   expressions are kept (a PLT entry's or a signal trampoline's row is parsed each time).
 //!
 //! Each slot is a sequence lock over atomics: a writer that finds the slot being written
@@ -259,7 +259,7 @@ impl TableCache {
 
 /// Per (file, file offset): the row in force there.
 pub struct RowCache {
-    slots: [Slot<4>; ROW_SLOTS],
+    slots: [Slot<5>; ROW_SLOTS],
 }
 
 impl Default for RowCache {
@@ -290,22 +290,27 @@ fn rule_decode(tag: u64, v: u32) -> Option<Rule> {
     })
 }
 
-/// A row as two words, if it has no expression.
-fn encode_row(row: &Row) -> Option<(u64, u64)> {
+/// A row as three words, if it has no expression.
+fn encode_row(row: &Row) -> Option<(u64, u64, u64)> {
     let Cfa::RegOffset { reg, offset } = row.cfa else {
         return None;
     };
     let (ra_tag, ra) = rule_code(&row.ra)?;
     let (bp_tag, bp) = rule_code(&row.bp)?;
+    let (bx_tag, bx) = rule_code(&row.bx)?;
     let a = u64::from(reg)
         | u64::from(row.signal) << 8
         | ra_tag << 16
         | bp_tag << 24
         | u64::from(offset as u32) << 32;
-    Some((a, u64::from(ra) | u64::from(bp) << 32))
+    Some((
+        a,
+        u64::from(ra) | u64::from(bp) << 32,
+        bx_tag | u64::from(bx) << 32,
+    ))
 }
 
-fn decode_row(a: u64, b: u64) -> Option<Row> {
+fn decode_row(a: u64, b: u64, c: u64) -> Option<Row> {
     Some(Row {
         cfa: Cfa::RegOffset {
             reg: a as u8,
@@ -313,6 +318,7 @@ fn decode_row(a: u64, b: u64) -> Option<Row> {
         },
         ra: rule_decode((a >> 16) & 0xff, b as u32)?,
         bp: rule_decode((a >> 24) & 0xff, (b >> 32) as u32)?,
+        bx: rule_decode(c & 0xff, (c >> 32) as u32)?,
         signal: (a >> 8) & 0xff != 0,
     })
 }
@@ -325,23 +331,23 @@ impl RowCache {
         }
     }
 
-    fn slot(&self, key: u64, offset: u64) -> &Slot<4> {
+    fn slot(&self, key: u64, offset: u64) -> &Slot<5> {
         &self.slots[(mix(key, offset) as usize) % ROW_SLOTS]
     }
 
     /// The row cached for `offset` in the file `key`.
     pub fn get(&self, key: u64, offset: u64) -> Option<Row> {
-        let [k, o, a, b] = self.slot(key, offset).read()?;
+        let [k, o, a, b, c] = self.slot(key, offset).read()?;
         if k != key || o != offset || key == 0 {
             return None;
         }
-        decode_row(a, b)
+        decode_row(a, b, c)
     }
 
     /// Caches `row` for `offset` in the file `key`, if it has no expression.
     pub fn put(&self, key: u64, offset: u64, row: &Row) {
-        if let Some((a, b)) = encode_row(row) {
-            self.slot(key, offset).write([key, offset, a, b]);
+        if let Some((a, b, c)) = encode_row(row) {
+            self.slot(key, offset).write([key, offset, a, b, c]);
         }
     }
 
@@ -360,7 +366,7 @@ pub struct Caches {
 }
 
 impl Caches {
-    /// Empty caches: about 83 KiB.
+    /// Empty caches: about 99 KiB.
     pub const fn new() -> Self {
         Caches {
             tables: TableCache::new(),
@@ -575,6 +581,7 @@ mod tests {
             },
             ra: Rule::Offset(-8),
             bp: Rule::ValOffset(-16),
+            bx: Rule::Offset(-24),
             signal: true,
         };
         c.put(5, 0x1234, &row);
@@ -670,6 +677,7 @@ mod tests {
             ip: 0x40_2000,
             sp: SP,
             bp: SP + 0x10,
+            bx: 0,
         };
         let mut ips = [0u64; 8];
         let (n, end, counts) = unwind(&mut t, regs, 1 << 47, &caches, &mut scratch, &mut ips);

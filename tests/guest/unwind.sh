@@ -15,6 +15,7 @@ traced UNWIND_CHAIN 'id == 110' uu_nofp chain 40
 traced UNWIND_THREAD 'id == 110' uu_nofp thread 40
 traced UNWIND_SIGNAL 'id == 110' uu_nofp signal 30
 traced UNWIND_DEEP 'id == 110' sh -c 'for i in 1 2 3 4 5; do uu_nofp deep 100 || exit 1; done'
+traced UNWIND_LIMIT 'id == 110' uu_nofp deep 600
 traced UNWIND_PLT 'id == 110' sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do uu_nofp plt || exit 1; done'
 traced UNWIND_DL 'id == 110' uu_nofp dl 40
 # A Debian binary: bash's own system calls, builtins only (no fork, no exec).

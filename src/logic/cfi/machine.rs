@@ -20,6 +20,7 @@ use super::Budget;
 use super::CfiError;
 use super::REG_RA;
 use super::REG_RBP;
+use super::REG_RBX;
 
 /// Bytes of a DWARF expression a row holds, at most (GNU ld's `.plt` expression takes 11).
 pub const MAX_EXPR: usize = 14;
@@ -95,6 +96,8 @@ pub struct Row {
     pub ra: Rule,
     /// `rbp`.
     pub bp: Rule,
+    /// `rbx`.
+    pub bx: Rule,
     /// The FDE describes a signal trampoline (`S`): the caller's PC is exact, and the frame
     /// it restores need not be above this one.
     pub signal: bool,
@@ -151,6 +154,8 @@ impl Machine<'_> {
             Some(&mut row.ra)
         } else if reg == u64::from(REG_RBP) {
             Some(&mut row.bp)
+        } else if reg == u64::from(REG_RBX) {
+            Some(&mut row.bx)
         } else {
             None
         }
@@ -397,6 +402,7 @@ const EMPTY_ROW: Row = Row {
     cfa: Cfa::RegOffset { reg: 7, offset: 0 },
     ra: Rule::Undefined,
     bp: Rule::SameValue,
+    bx: Rule::SameValue,
     signal: false,
 };
 
@@ -565,9 +571,9 @@ mod tests {
             (&[0x16, 6, 1, 0x31], Rule::ValExpression(e(&[0x31]))),
             (&[0x86, 0x03, 0xc6], Rule::SameValue),
             (&[0x86, 0x03, 0x06, 6], Rule::SameValue),
-            // Untracked registers do not touch rbp, whatever their operands.
+            // Untracked registers (r12) do not touch rbp, whatever their operands.
             (
-                &[0x83, 0x03, 0x09, 3, 0xff, 0x7f, 0x10, 0, 0],
+                &[0x8c, 0x03, 0x09, 12, 0xff, 0x7f, 0x10, 0, 0],
                 Rule::SameValue,
             ),
             (&[0x2e, 0x10, 0x00], Rule::SameValue),

@@ -141,6 +141,9 @@ pub fn read_u64<M: Memory + ?Sized>(
     Ok(u64::from_le_bytes(b))
 }
 
+/// DWARF register number of `rbx` on x86-64: callee-saved, and the CFA register of
+/// glibc's lazy-binding trampoline (`_dl_runtime_resolve_*`), which realigns the stack.
+pub const REG_RBX: u16 = 3;
 /// DWARF register number of `rbp` on x86-64.
 pub const REG_RBP: u16 = 6;
 /// DWARF register number of `rsp` on x86-64.

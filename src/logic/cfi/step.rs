@@ -36,6 +36,7 @@ use super::CfiError;
 use super::Memory;
 use super::REG_RA;
 use super::REG_RBP;
+use super::REG_RBX;
 use super::REG_RSP;
 
 /// Bytes of the CIE buffer in [`Scratch`]: CIEs are about 20 bytes, with a personality 30.
@@ -78,6 +79,8 @@ pub struct Regs {
     pub sp: u64,
     /// The frame pointer `rbp`; 0 once a rule made it unrecoverable.
     pub bp: u64,
+    /// `rbx`, callee-saved; 0 once a rule made it unrecoverable.
+    pub bx: u64,
 }
 
 /// What a step found.
@@ -139,6 +142,7 @@ fn reg_value(reg: u8, regs: &Regs) -> Result<u64, CfiError> {
     match u16::from(reg) {
         REG_RSP => Ok(regs.sp),
         REG_RBP => Ok(regs.bp),
+        REG_RBX => Ok(regs.bx),
         REG_RA => Ok(regs.ip),
         _ => Err(CfiError::Unsupported),
     }
@@ -217,11 +221,13 @@ pub fn apply<M: Memory + ?Sized>(
         return Ok(Step::Outermost);
     }
     let bp = recover(mem, budget, &row.bp, regs.bp, cfa, regs)?.unwrap_or(0);
+    let bx = recover(mem, budget, &row.bx, regs.bx, cfa, regs)?.unwrap_or(0);
     Ok(Step::Caller {
         regs: Regs {
             ip: ra,
             sp: cfa,
             bp,
+            bx,
         },
         exact_ip: row.signal,
     })
@@ -271,6 +277,7 @@ pub fn step_fp<M: Memory + ?Sized>(
             ip: ra,
             sp: cfa,
             bp,
+            bx: regs.bx,
         },
         exact_ip: false,
     })
@@ -296,6 +303,7 @@ pub fn step_fp_entry<M: Memory + ?Sized>(
             ip: ra,
             sp: cfa,
             bp: regs.bp,
+            bx: regs.bx,
         },
         exact_ip: false,
     })
@@ -307,6 +315,8 @@ pub fn step_fp_entry<M: Memory + ?Sized>(
 pub const UC_MCONTEXT: u64 = 40;
 /// Offset of `rbp` in `struct sigcontext` (x86-64: `r8`-`r15`, `rdi`, `rsi`, `rbp`, ...).
 pub const SC_RBP: u64 = 80;
+/// Offset of `rbx` in `struct sigcontext`.
+pub const SC_RBX: u64 = 88;
 /// Offset of `rsp` in `struct sigcontext`.
 pub const SC_RSP: u64 = 120;
 /// Offset of `rip` in `struct sigcontext`.
@@ -322,13 +332,14 @@ pub fn step_sigframe<M: Memory + ?Sized>(
     let mc = regs.sp.checked_add(UC_MCONTEXT).ok_or(CfiError::BadFrame)?;
     let at = |off: u64| mc.checked_add(off).ok_or(CfiError::BadFrame);
     let bp = read_u64(mem, budget, at(SC_RBP)?)?;
+    let bx = read_u64(mem, budget, at(SC_RBX)?)?;
     let sp = read_u64(mem, budget, at(SC_RSP)?)?;
     let ip = read_u64(mem, budget, at(SC_RIP)?)?;
     if ip == 0 {
         return Ok(Step::Outermost);
     }
     Ok(Step::Caller {
-        regs: Regs { ip, sp, bp },
+        regs: Regs { ip, sp, bp, bx },
         exact_ip: true,
     })
 }
@@ -354,6 +365,7 @@ mod tests {
             cfa,
             ra,
             bp,
+            bx: Rule::SameValue,
             signal: false,
         }
     }
@@ -364,7 +376,7 @@ mod tests {
 
     fn caller(ip: u64, sp: u64, bp: u64) -> Result<Step, CfiError> {
         Ok(Step::Caller {
-            regs: Regs { ip, sp, bp },
+            regs: Regs { ip, sp, bp, bx: 0 },
             exact_ip: false,
         })
     }
@@ -381,6 +393,7 @@ mod tests {
             ip: 0x1000,
             sp: SP,
             bp: 0x55,
+            bx: 0,
         };
         let b = &mut Budget::default();
         let r = row(sp(16), Rule::Offset(-8), Rule::Offset(-16));
@@ -427,6 +440,7 @@ mod tests {
             ip: 0x1000,
             sp: SP,
             bp: 0,
+            bx: 0,
         };
         let b = &mut Budget::default();
         // The CFA at or below sp, misaligned, from a register not tracked.
@@ -435,7 +449,7 @@ mod tests {
         let r = row(sp(12), Rule::Offset(-8), Rule::SameValue);
         assert_eq!(apply(&mut m, b, &r, &regs), Err(CfiError::BadFrame));
         let r = row(
-            Cfa::RegOffset { reg: 3, offset: 8 },
+            Cfa::RegOffset { reg: 12, offset: 8 },
             Rule::Offset(-8),
             Rule::SameValue,
         );
@@ -471,6 +485,7 @@ mod tests {
             ip: 0x1026,
             sp: SP,
             bp: 1,
+            bx: 0,
         };
         assert_eq!(apply(&mut m, b, &r, &regs), caller(0x4444, SP + 8, 1));
         // At its jmp to PLT0 (offset 11), the index pushed: the return address above it.
@@ -478,6 +493,7 @@ mod tests {
             ip: 0x103b,
             sp: SP,
             bp: 1,
+            bx: 0,
         };
         assert_eq!(apply(&mut m, b, &r, &regs), caller(0x4010, SP + 16, 1));
     }
@@ -490,6 +506,7 @@ mod tests {
             *w = 0x1000 + i as u64;
         }
         words[(UC_MCONTEXT + SC_RBP) as usize / 8] = 0xbbbb;
+        words[(UC_MCONTEXT + SC_RBX) as usize / 8] = 0xb8b8;
         words[(UC_MCONTEXT + SC_RSP) as usize / 8] = 0x7fff_0123;
         words[(UC_MCONTEXT + SC_RIP) as usize / 8] = 0x40_1234;
         stack(&words, buf)
@@ -503,23 +520,27 @@ mod tests {
             base: SP,
             bytes: &buf[..n],
         };
-        // glibc's __restore_rt CFI: CFA = *(rsp + 160), rip at rsp + 168, rbp at rsp + 120.
+        // glibc's __restore_rt CFI: CFA = *(rsp + 160), rip at rsp + 168, rbp at rsp + 120,
+        // rbx at rsp + 128.
         let r = Row {
             cfa: Cfa::Expression(Expr::new(&[0x77, 0xa0, 0x01, 0x06]).unwrap()),
             ra: Rule::Expression(Expr::new(&[0x77, 0xa8, 0x01]).unwrap()),
             bp: Rule::Expression(Expr::new(&[0x77, 0xf8, 0x00]).unwrap()),
+            bx: Rule::Expression(Expr::new(&[0x77, 0x80, 0x01]).unwrap()),
             signal: true,
         };
         let regs = Regs {
             ip: 0x3c050,
             sp: SP,
             bp: 0,
+            bx: 0,
         };
         let want = Ok(Step::Caller {
             regs: Regs {
                 ip: 0x40_1234,
                 sp: 0x7fff_0123,
                 bp: 0xbbbb,
+                bx: 0xb8b8,
             },
             exact_ip: true,
         });
@@ -544,6 +565,7 @@ mod tests {
             ip: 0x1000,
             sp: SP,
             bp: SP + 16,
+            bx: 0,
         };
         assert_eq!(
             step_fp(&mut m, b, &regs),
@@ -615,7 +637,12 @@ mod tests {
         assert_eq!(hdr.eh_frame, 0x1100);
         let s = &mut Scratch::new();
         // Innermost at 0x2000 (before the push): the return address on top.
-        let at = |ip| Regs { ip, sp: SP, bp: 7 };
+        let at = |ip| Regs {
+            ip,
+            sp: SP,
+            bp: 7,
+            bx: 0,
+        };
         assert_eq!(
             step(&mut m, b, &hdr, &at(0x2000), true, s),
             caller(0xb0b0, SP + 8, 7)
