@@ -39,6 +39,7 @@ for lib in libuunofp.so libuunofpdl.so; do
 	install -m 0755 "$CACHE/prog/$lib" "$OUT/usr/lib/$lib"
 done
 copy_with_libs "$CACHE/prog/uu_nofp" /usr/bin/uu_nofp
+copy_with_libs "$CACHE/prog/uu_bench_nofp" /usr/bin/uu_bench_nofp
 install -m 0644 "$ROOT/tests/guest/unwind.sh" "$OUT/lib/uu-unwind.sh"
 install -m 0644 "$KO" "$OUT/lib/modules/user_unwind.ko"
 install -m 0644 "$ROOT/tests/guest/lib.sh" "$OUT/lib/uu.sh"

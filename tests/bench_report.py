@@ -49,14 +49,20 @@ def main():
     lost_total = 0
     for depth in sorted({d for d, _ in runs}):
         rounds = [arms for (d, _), arms in sorted(runs.items()) if d == depth]
-        rounds = [a for a in rounds if set(a) == set("ABCD")]
-        ratio = {k: [] for k in ("B/A", "C/A", "D/A", "D/C")}
+        rounds = [a for a in rounds if set(a) == set("ABCDE")]
+        ratio = {k: [] for k in ("B/A", "C/A", "D/A", "D/C", "E/A", "E/D")}
+        # The .eh_frame unwinder's cost over the frame-pointer mode's, each less the event
+        # alone: what a stack costs with it, relative to what it costs without.
+        extra = []
         bpf, bpf_b, fc, frames, lost = [], [], [], [], 0
         for a in rounds:
             A, B, C, D = (a[k] for k in "ABCD")
+            lost += a["E"]["requests"] - a["E"]["stacks"]
             for k in ratio:
                 x, y = k.split("/")
                 ratio[k].append(a[x]["ns"] / a[y]["ns"])
+            if a["D"]["ns"] > a["A"]["ns"]:
+                extra.append((a["E"]["ns"] - a["A"]["ns"]) / (a["D"]["ns"] - a["A"]["ns"]))
             if D["frames"]:
                 bpf.append((D["bytes"] - A["bytes"]) / D["frames"])
                 frames.append(D["frames"] / D["stacks"])
@@ -73,6 +79,8 @@ def main():
               + " ".join(f"{k}={med(v):.3f}" for k, v in ratio.items())
               + f" bytes/frame={med(bpf):.2f} bytes/frame(B)={med(bpf_b):.2f}"
               + f" file_cache/1000stacks={med(fc):.2f} lost={lost} rounds={len(rounds)}")
+        print(f"  eh_frame: (E-A)/(D-A)={med(extra):.3f} spread={spread(extra)} "
+              f"frames(E)={med([a['E']['frames'] / max(a['E']['stacks'], 1) for a in rounds]):.0f}")
         print(f"  spread (lowest-highest over rounds): "
               + " ".join(f"{k}={spread(v)}" for k, v in ratio.items()))
     pairs = [r for r in fput.values() if set(r) == {"unloaded", "idle"}]

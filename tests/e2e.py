@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from symbolize import Elf, clock_warning  # noqa: E402
 from splat import splats  # noqa: E402
 import hostile_elf  # noqa: E402
+import unwind  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINE = re.compile(r"^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
@@ -632,6 +633,7 @@ def main():
           v.get("cycles_done") == "6", str(v))
     check("unload leaves nothing behind",
           v.get("leftover_option") == "no" and v.get("leftover_events") == "no", str(v))
+    unwind.check(s, prog)
     # The console, with the whole kernel log the guest prints at the end (tests/splat.py).
     with open(log, errors="replace") as f:
         found = splats(f.read())

@@ -9,7 +9,9 @@
 #   B  the kernel's userstacktrace option (synchronous, in the event)
 #   C  userstacktrace_delay with user_unwind_stack and file_cache off: the deferred unwind
 #      and the request hook, nothing translated
-#   D  userstacktrace_delay as shipped
+#   D  userstacktrace_delay with the kernel's frame-pointer stack (unwinder=fp)
+#   E  userstacktrace_delay with the .eh_frame unwinder (the default), on uu_bench_nofp:
+#      the same workload built without frame pointers, as Debian builds
 # Every run prints one "run" line: its ns per call, then the ring buffer's own counters
 # (bytes, entries, overrun, dropped events) and the module's (user_unwind_stats), as the
 # run's deltas.
@@ -34,7 +36,9 @@ arm_on() {
 	C) echo 1 >$T/options/userstacktrace_delay
 	   echo 0 >$T/events/user_unwind/user_unwind_stack/enable
 	   echo 0 >$T/events/user_unwind/file_cache/enable ;;
-	D) echo 1 >$T/options/userstacktrace_delay ;;
+	D) echo fp >/sys/module/user_unwind/parameters/unwinder
+	   echo 1 >$T/options/userstacktrace_delay ;;
+	E) echo 1 >$T/options/userstacktrace_delay ;;
 	esac
 }
 
@@ -42,6 +46,7 @@ arm_off() {
 	echo 0 >$T/options/userstacktrace
 	echo 0 >$T/options/userstacktrace_delay
 	echo 0 >$T/events/raw_syscalls/sys_enter/enable
+	echo eh_frame >/sys/module/user_unwind/parameters/unwinder
 }
 
 run() {
@@ -49,7 +54,9 @@ run() {
 	u0=$(uu cookies_unrecorded) o0=$(rb overrun) d0=$(rb "dropped events") b0=$(rb bytes)
 	e0=$(rb entries)
 	arm_on "$1"
-	ns=$(uu_bench "$N" "$2" | awk '{print $2}')
+	prog=uu_bench
+	[ "$1" != E ] || prog=uu_bench_nofp
+	ns=$($prog "$N" "$2" | awk '{print $2}')
 	arm_off
 	# The last stacks are written on the way back to user space: read after the program.
 	echo "run round=$r arm=$1 depth=$2 ns=$ns bytes=$(($(rb bytes) - b0))" \
@@ -62,18 +69,22 @@ run() {
 
 for r in $(seq "$ROUNDS"); do
 	for d in $DEPTHS; do
-		# A clear buffer for each depth's four runs, and a short D run after the clear: a
-		# buffer reset makes the next stack repeat its file_cache events, which is not the
-		# steady state measured.
+		# A clear buffer for each depth's runs, and short D and E runs after the clear: a
+		# buffer reset makes the next stack repeat its file_cache events, and E's first
+		# stacks parse their rows, which is not the steady state measured.
 		echo >$T/trace
 		arm_on D
 		uu_bench 20 8 >/dev/null
 		arm_off
-		case $((r % 4)) in
-		0) order="A B C D" ;;
-		1) order="B C D A" ;;
-		2) order="C D A B" ;;
-		3) order="D A B C" ;;
+		arm_on E
+		uu_bench_nofp 20 "$d" >/dev/null
+		arm_off
+		case $((r % 5)) in
+		0) order="A B C D E" ;;
+		1) order="B C D E A" ;;
+		2) order="C D E A B" ;;
+		3) order="D E A B C" ;;
+		4) order="E A B C D" ;;
 		esac
 		for a in $order; do
 			run $a $d
