@@ -91,21 +91,48 @@ impl Drop for Taken {
     }
 }
 
+/// Bytes of user memory [`Current`] reads at once: an aligned block, inside one page.
+const BLOCK: usize = 256;
+
 /// `current`'s memory and mappings, as the unwinder reads them.
 struct Current<'k> {
     keys: &'k Keys,
     /// The start of the vDSO, once a frame was found in it.
     vdso: Option<u64>,
+    /// The last block read, at `block_addr` (`u64::MAX`: none): the frames of a stack lie
+    /// next to each other, so one user copy serves several of them, and the reads of a
+    /// table entry one.
+    block: [u8; BLOCK],
+    block_addr: u64,
+}
+
+/// Reads `buf.len()` bytes of `current`'s memory at `addr`.
+fn read_user(addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+    // SAFETY: `buf` is valid for `buf.len()` bytes of writes; `addr` is only read from user
+    // space, by `copy_from_user()` and friends; task context of `current`.
+    match unsafe { ffi::uu_unwind_read(buf.as_mut_ptr().cast(), addr, buf.len()) } {
+        0 => Ok(()),
+        _ => Err(CfiError::Read),
+    }
 }
 
 impl Memory for Current<'_> {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
-        // SAFETY: `buf` is valid for `buf.len()` bytes of writes; `addr` is only read from
-        // user space, by `copy_from_user()` and friends; task context of `current`.
-        match unsafe { ffi::uu_unwind_read(buf.as_mut_ptr().cast(), addr, buf.len()) } {
-            0 => Ok(()),
-            _ => Err(CfiError::Read),
+        let base = addr & !(BLOCK as u64 - 1);
+        let start = (addr - base) as usize;
+        let Some(end) = start.checked_add(buf.len()).filter(|&end| end <= BLOCK) else {
+            return read_user(addr, buf);
+        };
+        if self.block_addr != base {
+            // The block lies in the page of `addr`: readable whenever `addr` is.
+            self.block_addr = u64::MAX;
+            if read_user(base, &mut self.block).is_err() {
+                return read_user(addr, buf);
+            }
+            self.block_addr = base;
         }
+        buf.copy_from_slice(self.block.get(start..end).ok_or(CfiError::Read)?);
+        Ok(())
     }
 }
 
@@ -157,7 +184,12 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         return stack::record(fallback, cookie, keys);
     };
     let work = taken.work();
-    let mut task = Current { keys, vdso: None };
+    let mut task = Current {
+        keys,
+        vdso: None,
+        block: [0; BLOCK],
+        block_addr: u64::MAX,
+    };
     let start = Regs {
         ip: regs.ip,
         sp: regs.sp,

@@ -91,7 +91,7 @@ pub enum End {
     BadFrame,
     /// The stack could not be read.
     Read,
-    /// The next instruction pointer is not a user address.
+    /// An instruction pointer is not a user address: it is the last frame.
     NotUser,
 }
 
@@ -501,8 +501,9 @@ impl<T: Task> Unwind<'_, T> {
 }
 
 /// Unwinds the stack whose innermost frame has the registers `regs` into `ips` (at most
-/// its length), with user addresses below `user_end`; returns the frames found, how the
-/// unwind ended and what it did.
+/// its length), with user addresses below `user_end` (a return address at or above it is
+/// recorded, and ends the stack); returns the frames found, how the unwind ended and what
+/// it did.
 pub fn unwind<T: Task>(
     task: &mut T,
     regs: Regs,
@@ -527,14 +528,16 @@ pub fn unwind<T: Task>(
         if regs.ip == 0 {
             break End::Complete;
         }
-        if regs.ip >= user_end {
-            break End::NotUser;
-        }
         let Some(slot) = ips.get_mut(n) else {
             break End::Limit;
         };
         *slot = regs.ip;
         n += 1;
+        // Recorded as the stack holds it (the translation keeps such a value raw, with file
+        // cookie 0), as the kernel's frame-pointer walk does; but not unwound further.
+        if regs.ip >= user_end {
+            break End::NotUser;
+        }
         let pc = if exact { regs.ip } else { regs.ip - 1 };
         let step = match u.how(pc) {
             Ok(How::Row(row)) => {
@@ -686,8 +689,9 @@ mod tests {
         assert_eq!(counts.fp, 2);
         let (n, end, _) = unwind(&mut t, regs, 1 << 47, &caches, &mut scratch, &mut ips[..1]);
         assert_eq!((n, end), (1, End::Limit));
-        let (n, end, _) = unwind(&mut t, regs, 0x40_1000, &caches, &mut scratch, &mut ips);
-        assert_eq!((n, end), (0, End::NotUser));
+        let (n, end, _) = unwind(&mut t, regs, 0x40_1800, &caches, &mut scratch, &mut ips);
+        assert_eq!((n, end), (1, End::NotUser));
+        assert_eq!(ips[0], 0x40_2000);
         let bad = Regs { bp: SP - 8, ..regs };
         let (n, end, _) = unwind(&mut t, bad, 1 << 47, &caches, &mut scratch, &mut ips);
         assert_eq!((n, end), (1, End::BadFrame));
