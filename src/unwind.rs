@@ -6,8 +6,8 @@
 //! the caches shared by every task, and the buffers the unwind works in.
 //!
 //! Memory: the row and table caches are static, about 83 KiB; the work buffers (the CIE
-//! and FDE scratch and the 511 frames, 8.4 KiB each) are a static pool of [`POOL_SLOTS`]
-//! (68 KiB): a callback takes a free one without allocating, and when all are in use (as
+//! and FDE scratch and the 511 frames, 8.7 KiB each, with a 256-byte read block) are a static pool of [`POOL_SLOTS`]
+//! (70 KiB): a callback takes a free one without allocating, and when all are in use (as
 //! many tasks in the callback at once, each faulting a page in) it records the kernel's
 //! frame-pointer stack instead.
 
@@ -33,6 +33,7 @@ const POOL_SLOTS: usize = 8;
 struct Work {
     scratch: Scratch,
     ips: [u64; MAX_FRAMES],
+    block: [u8; BLOCK],
 }
 
 /// A pool slot.
@@ -56,6 +57,7 @@ impl PoolSlot {
             work: UnsafeCell::new(Work {
                 scratch: Scratch::new(),
                 ips: [0; MAX_FRAMES],
+                block: [0; BLOCK],
             }),
         }
     }
@@ -102,7 +104,7 @@ struct Current<'k> {
     /// The last block read, at `block_addr` (`u64::MAX`: none): the frames of a stack lie
     /// next to each other, so one user copy serves several of them, and the reads of a
     /// table entry one.
-    block: [u8; BLOCK],
+    block: &'k mut [u8; BLOCK],
     block_addr: u64,
 }
 
@@ -116,23 +118,48 @@ fn read_user(addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
     }
 }
 
-impl Memory for Current<'_> {
-    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+impl Current<'_> {
+    /// The bytes `start..end` of the block holding `addr` (`start` its offset there), read
+    /// first if it is not the last one read; `None` when it cannot be.
+    #[inline(always)]
+    fn in_block(&mut self, addr: u64, len: usize) -> Option<&[u8]> {
         let base = addr & !(BLOCK as u64 - 1);
         let start = (addr - base) as usize;
-        let Some(end) = start.checked_add(buf.len()).filter(|&end| end <= BLOCK) else {
-            return read_user(addr, buf);
-        };
+        let end = start.checked_add(len).filter(|&end| end <= BLOCK)?;
         if self.block_addr != base {
             // The block lies in the page of `addr`: readable whenever `addr` is.
             self.block_addr = u64::MAX;
-            if read_user(base, &mut self.block).is_err() {
-                return read_user(addr, buf);
-            }
+            read_user(base, &mut self.block[..]).ok()?;
             self.block_addr = base;
         }
-        buf.copy_from_slice(self.block.get(start..end).ok_or(CfiError::Read)?);
-        Ok(())
+        self.block.get(start..end)
+    }
+}
+
+impl Memory for Current<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        match self.in_block(addr, buf.len()) {
+            Some(bytes) => {
+                buf.copy_from_slice(bytes);
+                Ok(())
+            }
+            None => read_user(addr, buf),
+        }
+    }
+
+    #[inline(always)]
+    fn read_word(&mut self, addr: u64) -> Result<u64, CfiError> {
+        let word = self
+            .in_block(addr, 8)
+            .and_then(|bytes| <[u8; 8]>::try_from(bytes).ok());
+        match word {
+            Some(word) => Ok(u64::from_le_bytes(word)),
+            None => {
+                let mut b = [0u8; 8];
+                read_user(addr, &mut b)?;
+                Ok(u64::from_le_bytes(b))
+            }
+        }
     }
 }
 
@@ -187,7 +214,7 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
     let mut task = Current {
         keys,
         vdso: None,
-        block: [0; BLOCK],
+        block: &mut work.block,
         block_addr: u64::MAX,
     };
     let start = Regs {

@@ -16,7 +16,8 @@
 //! - [`TableCache`]: per file, where its `.eh_frame_hdr` is relative to the file's first
 //!   mapped byte (or that it has none): [`TABLE_SLOTS`] slots of 48 bytes.
 //! - [`RowCache`]: per (file, file offset of the address looked up), the row in force
-//!   there: [`ROW_SLOTS`] slots of 48 bytes, direct-mapped. Only rows without DWARF
+//!   there: [`ROW_SLOTS`] slots of 48 bytes, [`WAYS`]-way set-associative (a file cookie is
+//!   a keyed hash, so which rows collide changes with every load of the module). Only rows without DWARF
 //!   expressions are kept (a PLT entry's or a signal trampoline's row is parsed each time).
 //!
 //! Each slot is a sequence lock over atomics: a writer that finds the slot being written
@@ -32,6 +33,7 @@ use super::cfi::elf::find_eh_frame_hdr;
 use super::cfi::machine::Cfa;
 use super::cfi::machine::Row;
 use super::cfi::machine::Rule;
+use super::cfi::read_u64;
 use super::cfi::step::apply;
 use super::cfi::step::find;
 use super::cfi::step::step_fp;
@@ -42,16 +44,22 @@ use super::cfi::table::Hdr;
 use super::cfi::Budget;
 use super::cfi::CfiError;
 use super::cfi::Memory;
+use super::cfi::REG_RA;
+use super::cfi::REG_RBP;
+use super::cfi::REG_RBX;
+use super::cfi::REG_RSP;
 
 /// Frames one stack holds at most: the kernel's own limit for a deferred user stack (its
 /// unwind cache fills a 4 KiB page).
 pub const MAX_FRAMES: usize = 511;
 /// Slots of the [`RowCache`].
 pub const ROW_SLOTS: usize = 2048;
+/// Slots of a [`RowCache`] bucket: the rows that hash alike, up to this many, all stay.
+pub const WAYS: usize = 4;
 /// Slots of the [`TableCache`].
 pub const TABLE_SLOTS: usize = 64;
 /// Mappings one stack remembers while it is unwound.
-const MEMO: usize = 8;
+const MEMO: usize = 4;
 
 /// The mapping that holds an address, as the unwinder needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,6 +161,7 @@ impl<const W: usize> Slot<W> {
     }
 
     /// The words, if the slot was not written while read.
+    #[inline(always)]
     fn read(&self) -> Option<[u64; W]> {
         let s1 = self.seq.load(Ordering::Acquire);
         if s1 & 1 != 0 {
@@ -189,6 +198,7 @@ impl<const W: usize> Slot<W> {
     }
 }
 
+#[inline(always)]
 fn mix(a: u64, b: u64) -> u64 {
     (a ^ b.rotate_left(29))
         .wrapping_mul(0x9e37_79b9_7f4a_7c15)
@@ -290,6 +300,95 @@ fn rule_decode(tag: u64, v: u32) -> Option<Rule> {
     })
 }
 
+/// A cached row in its packed form ([`encode_row`]), applied without building a [`Row`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Packed {
+    a: u64,
+    b: u64,
+    c: u64,
+}
+
+/// The caller's value of a register whose packed rule is (`tag`, `v`) and whose value in
+/// this frame is `current`, as [`super::cfi::step::apply`] recovers it; `None` if undefined.
+#[inline(always)]
+fn packed_value<M: Memory + ?Sized>(
+    mem: &mut M,
+    budget: &mut Budget,
+    tag: u64,
+    v: u32,
+    current: u64,
+    cfa: u64,
+    regs: &Regs,
+) -> Result<Option<u64>, CfiError> {
+    Ok(Some(match tag {
+        1 => return Ok(None),
+        2 => current,
+        3 => read_u64(mem, budget, cfa.wrapping_add_signed(i64::from(v as i32)))?,
+        4 => cfa.wrapping_add_signed(i64::from(v as i32)),
+        5 => reg_value(v, regs)?,
+        _ => return Err(CfiError::Malformed),
+    }))
+}
+
+#[inline(always)]
+fn reg_value(reg: u32, regs: &Regs) -> Result<u64, CfiError> {
+    match u16::try_from(reg).map_err(|_| CfiError::Unsupported)? {
+        REG_RSP => Ok(regs.sp),
+        REG_RBP => Ok(regs.bp),
+        REG_RBX => Ok(regs.bx),
+        REG_RA => Ok(regs.ip),
+        _ => Err(CfiError::Unsupported),
+    }
+}
+
+/// [`super::cfi::step::apply`] of a packed row: the same checks and results, without
+/// building the row (the hot path of a stack seen before).
+#[inline(always)]
+fn apply_packed<M: Memory + ?Sized>(
+    mem: &mut M,
+    budget: &mut Budget,
+    p: Packed,
+    regs: &Regs,
+) -> Result<Step, CfiError> {
+    let cfa = reg_value(u32::from(p.a as u8), regs)?
+        .checked_add_signed(i64::from((p.a >> 32) as u32 as i32))
+        .ok_or(CfiError::BadFrame)?;
+    let signal = (p.a >> 8) & 0xff != 0;
+    if !signal && (cfa <= regs.sp || cfa & 7 != 0) {
+        return Err(CfiError::BadFrame);
+    }
+    let ra_tag = (p.a >> 16) & 0xff;
+    if ra_tag == 2 {
+        return Err(CfiError::BadFrame);
+    }
+    let Some(ra) = packed_value(mem, budget, ra_tag, p.b as u32, regs.ip, cfa, regs)? else {
+        return Ok(Step::Outermost);
+    };
+    if ra == 0 {
+        return Ok(Step::Outermost);
+    }
+    let bp_tag = (p.a >> 24) & 0xff;
+    let bp = packed_value(mem, budget, bp_tag, (p.b >> 32) as u32, regs.bp, cfa, regs)?;
+    let bx = packed_value(
+        mem,
+        budget,
+        p.c & 0xff,
+        (p.c >> 32) as u32,
+        regs.bx,
+        cfa,
+        regs,
+    )?;
+    Ok(Step::Caller {
+        regs: Regs {
+            ip: ra,
+            sp: cfa,
+            bp: bp.unwrap_or(0),
+            bx: bx.unwrap_or(0),
+        },
+        exact_ip: signal,
+    })
+}
+
 /// A row as three words, if it has no expression.
 fn encode_row(row: &Row) -> Option<(u64, u64, u64)> {
     let Cfa::RegOffset { reg, offset } = row.cfa else {
@@ -331,23 +430,46 @@ impl RowCache {
         }
     }
 
-    fn slot(&self, key: u64, offset: u64) -> &Slot<5> {
-        &self.slots[(mix(key, offset) as usize) % ROW_SLOTS]
+    /// The [`WAYS`] slots where the row of (`key`, `offset`) may be.
+    #[inline(always)]
+    fn bucket(&self, key: u64, offset: u64) -> &[Slot<5>] {
+        let first = (mix(key, offset) as usize) % (ROW_SLOTS / WAYS) * WAYS;
+        self.slots.get(first..first + WAYS).unwrap_or(&[])
     }
 
     /// The row cached for `offset` in the file `key`.
     pub fn get(&self, key: u64, offset: u64) -> Option<Row> {
-        let [k, o, a, b, c] = self.slot(key, offset).read()?;
-        if k != key || o != offset || key == 0 {
-            return None;
+        let p = self.get_packed(key, offset)?;
+        decode_row(p.a, p.b, p.c)
+    }
+
+    #[inline(always)]
+    fn get_packed(&self, key: u64, offset: u64) -> Option<Packed> {
+        let bucket = self.bucket(key, offset);
+        for slot in bucket {
+            if let Some([k, o, a, b, c]) = slot.read() {
+                if k == key && o == offset && key != 0 {
+                    return Some(Packed { a, b, c });
+                }
+            }
         }
-        decode_row(a, b, c)
+        None
     }
 
     /// Caches `row` for `offset` in the file `key`, if it has no expression.
     pub fn put(&self, key: u64, offset: u64, row: &Row) {
-        if let Some((a, b, c)) = encode_row(row) {
-            self.slot(key, offset).write([key, offset, a, b, c]);
+        let Some((a, b, c)) = encode_row(row) else {
+            return;
+        };
+        let bucket = self.bucket(key, offset);
+        // The row's own slot or a free one, else one chosen by the offset's low bits.
+        let free = bucket.iter().position(|slot| {
+            slot.read()
+                .is_some_and(|[k, o, ..]| k == 0 || (k == key && o == offset))
+        });
+        let way = free.unwrap_or((offset as usize >> 2) % WAYS);
+        if let Some(slot) = bucket.get(way) {
+            slot.write([key, offset, a, b, c]);
         }
     }
 
@@ -381,119 +503,136 @@ impl Default for Caches {
     }
 }
 
-/// A mapping seen during one unwind, with the ELF base and table found for it.
-#[derive(Clone, Copy)]
+/// A mapping seen during one unwind: its range, file offset and object key (0: none).
+#[derive(Clone, Copy, Default)]
 struct Seen {
-    region: Region,
-    /// The table of its object, rebased to this process; looked up on the first row miss.
-    table: Option<TableInfo>,
+    start: u64,
+    end: u64,
+    offset: u64,
+    key: u64,
 }
 
-/// The rule a frame is unwound with.
-enum How {
-    Row(Row),
-    FramePointer,
-}
-
-/// The per-stack state of an unwind.
+/// The per-stack state of an unwind. Small, and moved as little as possible: a stack seen
+/// before costs per frame a look at the last mapping, a row cache probe and the loads of
+/// the row.
 struct Unwind<'a, T: Task> {
     task: &'a mut T,
     caches: &'a Caches,
     scratch: &'a mut Scratch,
     budget: Budget,
-    memo: [Option<Seen>; MEMO],
+    /// The last mappings of the stack (an empty one has `start == end`).
+    memo: [Seen; MEMO],
+    /// The one the last frame was in.
+    last: usize,
+    /// The last cached row used, with its key and file offset: a recursion finds it again
+    /// without probing the cache.
+    last_row: (u64, u64, Packed),
     next: usize,
     counts: Counts,
 }
 
 impl<T: Task> Unwind<'_, T> {
-    /// The memo slot of the mapping holding `pc`, looked up if new.
-    fn seen(&mut self, pc: u64) -> Option<usize> {
-        let hit = self.memo.iter().position(|s| {
-            s.as_ref()
-                .is_some_and(|s| s.region.start <= pc && pc < s.region.end)
-        });
-        if hit.is_some() {
-            return hit;
+    /// The mapping holding `pc`, looked up if it is not one of the last.
+    #[inline(always)]
+    fn seen(&mut self, pc: u64) -> Option<Seen> {
+        let last = self.memo.get(self.last).copied().unwrap_or_default();
+        if last.start <= pc && pc < last.end {
+            return Some(last);
         }
-        let region = self.task.region(pc)?;
+        if let Some(i) = self.memo.iter().position(|s| s.start <= pc && pc < s.end) {
+            self.last = i;
+            return self.memo.get(i).copied();
+        }
+        let r = self.task.region(pc)?;
+        let seen = Seen {
+            start: r.start,
+            end: r.end,
+            offset: r.offset,
+            key: r.key.unwrap_or(0),
+        };
         let i = self.next % MEMO;
         self.next = self.next.wrapping_add(1);
-        self.memo[i] = Some(Seen {
-            region,
-            table: None,
-        });
-        Some(i)
+        if let Some(slot) = self.memo.get_mut(i) {
+            *slot = seen;
+        }
+        self.last = i;
+        Some(seen)
     }
 
-    /// The table of the object of memo slot `i`, in this process's addresses.
-    fn table(&mut self, i: usize, key: u64, pc: u64) -> Result<TableInfo, CfiError> {
-        let seen = self.memo[i].ok_or(CfiError::NoFde)?;
-        if let Some(t) = seen.table {
-            return Ok(t);
+    /// The `.eh_frame_hdr` of the object of `seen`, in this process's addresses: from the
+    /// table cache, else parsed from the object's headers. Only for a row not cached.
+    fn table(&mut self, seen: &Seen, pc: u64) -> Result<Hdr, CfiError> {
+        let region = Region {
+            start: seen.start,
+            end: seen.end,
+            offset: seen.offset,
+            key: Some(seen.key),
+        };
+        let base = self.task.elf_base(&region, pc).ok_or(CfiError::NoFde)?;
+        match self.caches.tables.get(seen.key) {
+            Some(TableInfo::Hdr(h)) => return Ok(hdr_rebase(&h, 0, base)),
+            Some(TableInfo::None) => return Err(CfiError::NoFde),
+            None => {}
         }
-        let base = self
-            .task
-            .elf_base(&seen.region, pc)
-            .ok_or(CfiError::NoFde)?;
-        let info = match self.caches.tables.get(key) {
-            Some(TableInfo::Hdr(h)) => TableInfo::Hdr(hdr_rebase(&h, 0, base)),
-            Some(TableInfo::None) => TableInfo::None,
-            None => {
-                let found = find_eh_frame_hdr(self.task, &mut self.budget, base)
-                    .and_then(|at| Hdr::parse(self.task, &mut self.budget, at));
-                let info = match found {
-                    Ok(h) => TableInfo::Hdr(h),
-                    Err(CfiError::NoFde | CfiError::Unsupported | CfiError::Malformed) => {
-                        TableInfo::None
-                    }
-                    Err(e) => return Err(e),
-                };
-                let rel = match info {
-                    TableInfo::Hdr(h) => TableInfo::Hdr(hdr_rebase(&h, base, 0)),
-                    TableInfo::None => TableInfo::None,
-                };
-                self.caches.tables.put(key, rel);
-                info
+        let found = find_eh_frame_hdr(self.task, &mut self.budget, base)
+            .and_then(|at| Hdr::parse(self.task, &mut self.budget, at));
+        match found {
+            Ok(h) => {
+                self.caches
+                    .tables
+                    .put(seen.key, TableInfo::Hdr(hdr_rebase(&h, base, 0)));
+                Ok(h)
             }
-        };
-        if let Some(s) = self.memo[i].as_mut() {
-            s.table = Some(info);
+            Err(CfiError::NoFde | CfiError::Unsupported | CfiError::Malformed) => {
+                self.caches.tables.put(seen.key, TableInfo::None);
+                Err(CfiError::NoFde)
+            }
+            Err(e) => Err(e),
         }
-        Ok(info)
     }
 
-    /// How the frame at `pc` is unwound: its row, or the frame-pointer rule where no table
-    /// covers it.
-    fn how(&mut self, pc: u64) -> Result<How, CfiError> {
-        let Some(i) = self.seen(pc) else {
-            return Ok(How::FramePointer);
+    /// The frame-pointer rule, where no table covers a frame.
+    fn fp(&mut self, regs: &Regs) -> Result<Step, CfiError> {
+        self.counts.fp += 1;
+        step_fp(self.task, &mut self.budget, regs)
+    }
+
+    /// One frame: its row (cached, else from its object's table), or the frame-pointer
+    /// rule where no table covers it.
+    #[inline(always)]
+    fn step(&mut self, regs: &Regs, exact: bool) -> Result<Step, CfiError> {
+        let pc = if exact { regs.ip } else { regs.ip - 1 };
+        let Some(seen) = self.seen(pc) else {
+            return self.fp(regs);
         };
-        let Some(region) = self.memo[i].map(|s| s.region) else {
-            return Ok(How::FramePointer);
-        };
-        let Some(key) = region.key else {
-            return Ok(How::FramePointer);
-        };
-        let offset = (pc - region.start).wrapping_add(region.offset);
-        if let Some(row) = self.caches.rows.get(key, offset) {
-            return Ok(How::Row(row));
+        if seen.key == 0 {
+            return self.fp(regs);
+        }
+        let offset = (pc - seen.start).wrapping_add(seen.offset);
+        let (key, off, p) = self.last_row;
+        if key == seen.key && off == offset {
+            self.counts.cfi += 1;
+            return apply_packed(self.task, &mut self.budget, p, regs);
+        }
+        if let Some(p) = self.caches.rows.get_packed(seen.key, offset) {
+            self.last_row = (seen.key, offset, p);
+            self.counts.cfi += 1;
+            return apply_packed(self.task, &mut self.budget, p, regs);
         }
         self.counts.row_misses += 1;
-        let found = match self.table(i, key, pc) {
-            Ok(TableInfo::Hdr(h)) => find(self.task, &mut self.budget, &h, pc, self.scratch),
-            Ok(TableInfo::None) => Err(CfiError::NoFde),
-            Err(e) => Err(e),
-        };
+        let found = self
+            .table(&seen, pc)
+            .and_then(|h| find(self.task, &mut self.budget, &h, pc, self.scratch));
         match found {
             Ok(found) => {
-                self.caches.rows.put(key, offset, &found.row);
-                Ok(How::Row(found.row))
+                self.caches.rows.put(seen.key, offset, &found.row);
+                self.counts.cfi += 1;
+                apply(self.task, &mut self.budget, &found.row, regs)
             }
-            Err(CfiError::NoFde) => Ok(How::FramePointer),
+            Err(CfiError::NoFde) => self.fp(regs),
             Err(CfiError::Read) => {
                 self.counts.table_unread += 1;
-                Ok(How::FramePointer)
+                self.fp(regs)
             }
             Err(e) => Err(e),
         }
@@ -517,7 +656,9 @@ pub fn unwind<T: Task>(
         caches,
         scratch,
         budget: Budget::DEFAULT,
-        memo: [None; MEMO],
+        memo: [Seen::default(); MEMO],
+        last: 0,
+        last_row: (0, 0, Packed { a: 0, b: 0, c: 0 }),
         next: 0,
         counts: Counts::default(),
     };
@@ -538,19 +679,7 @@ pub fn unwind<T: Task>(
         if regs.ip >= user_end {
             break End::NotUser;
         }
-        let pc = if exact { regs.ip } else { regs.ip - 1 };
-        let step = match u.how(pc) {
-            Ok(How::Row(row)) => {
-                u.counts.cfi += 1;
-                apply(u.task, &mut u.budget, &row, &regs)
-            }
-            Ok(How::FramePointer) => {
-                u.counts.fp += 1;
-                step_fp(u.task, &mut u.budget, &regs)
-            }
-            Err(e) => Err(e),
-        };
-        match step {
+        match u.step(&regs, exact) {
             Ok(Step::Outermost) => break End::Complete,
             Ok(Step::Caller { regs: r, exact_ip }) => {
                 regs = r;
@@ -605,6 +734,91 @@ mod tests {
         assert_eq!(c.get(7, 0x99), None);
         c.clear();
         assert_eq!(c.get(5, 0x1234), None);
+        // Rows that hash alike all stay, up to a bucket's ways.
+        let mut same = [(0u64, 0u64); WAYS];
+        let mut n = 0;
+        let want = (mix(1, 0) as usize) % (ROW_SLOTS / WAYS);
+        for off in 0..1_000_000u64 {
+            if (mix(1, off) as usize) % (ROW_SLOTS / WAYS) == want {
+                same[n] = (1, off);
+                n += 1;
+                if n == WAYS {
+                    break;
+                }
+            }
+        }
+        assert_eq!(n, WAYS);
+        for (k, o) in same {
+            c.put(k, o, &row);
+        }
+        for (k, o) in same {
+            assert_eq!(c.get(k, o), Some(row));
+        }
+    }
+
+    /// The packed hot path gives what `apply` gives, for every kind of cacheable rule.
+    #[test]
+    fn packed_rows_apply_as_rows() {
+        const SP: u64 = 0x7ffc_1000;
+        let mut buf = [0u8; 256];
+        for (i, w) in buf.chunks_mut(8).enumerate() {
+            w.copy_from_slice(&(0x4000 + 8 * i as u64).to_le_bytes());
+        }
+        let mut m = super::super::cfi::Slice {
+            base: SP,
+            bytes: &buf,
+        };
+        let regs = Regs {
+            ip: 0x1234,
+            sp: SP,
+            bp: SP + 0x40,
+            bx: 0xb0b0,
+        };
+        let rules = [
+            Rule::Undefined,
+            Rule::SameValue,
+            Rule::Offset(-8),
+            Rule::Offset(-16),
+            Rule::ValOffset(-24),
+            Rule::Register(7),
+            Rule::Register(3),
+            Rule::Register(9),
+        ];
+        let cfas = [
+            Cfa::RegOffset { reg: 7, offset: 16 },
+            Cfa::RegOffset { reg: 6, offset: 16 },
+            Cfa::RegOffset { reg: 3, offset: 24 },
+            Cfa::RegOffset { reg: 7, offset: 12 },
+            Cfa::RegOffset { reg: 7, offset: 0 },
+            Cfa::RegOffset { reg: 12, offset: 8 },
+        ];
+        let mut n = 0;
+        for cfa in cfas {
+            for ra in rules {
+                for bp in rules {
+                    for (bx, signal) in [(Rule::SameValue, false), (Rule::Offset(-32), true)] {
+                        let row = Row {
+                            cfa,
+                            ra,
+                            bp,
+                            bx,
+                            signal,
+                        };
+                        let (a, b, c) = encode_row(&row).unwrap();
+                        let mut b1 = Budget::default();
+                        let mut b2 = Budget::default();
+                        assert_eq!(
+                            apply_packed(&mut m, &mut b1, Packed { a, b, c }, &regs),
+                            apply(&mut m, &mut b2, &row, &regs),
+                            "{row:?}"
+                        );
+                        assert_eq!(b1, b2);
+                        n += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(n, 6 * 8 * 8 * 2);
     }
 
     #[test]

@@ -51,6 +51,14 @@ pub enum CfiError {
 pub trait Memory {
     /// Fills `buf` with the bytes at `addr`, or fails with [`CfiError::Read`].
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), CfiError>;
+
+    /// The little-endian 64-bit word at `addr` (an address range that does not wrap); a
+    /// reader may serve it faster than [`Memory::read`].
+    fn read_word(&mut self, addr: u64) -> Result<u64, CfiError> {
+        let mut b = [0u8; 8];
+        self.read(addr, &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
 }
 
 /// A byte slice that appears at address `base`: memory for tests and for files read on the
@@ -131,14 +139,15 @@ pub fn read_mem<M: Memory + ?Sized>(
 }
 
 /// Reads the little-endian 64-bit word at `addr`, charged to `budget`.
+#[inline(always)]
 pub fn read_u64<M: Memory + ?Sized>(
     mem: &mut M,
     budget: &mut Budget,
     addr: u64,
 ) -> Result<u64, CfiError> {
-    let mut b = [0u8; 8];
-    read_mem(mem, budget, addr, &mut b)?;
-    Ok(u64::from_le_bytes(b))
+    addr.checked_add(8).ok_or(CfiError::Read)?;
+    budget.charge_bytes(8)?;
+    mem.read_word(addr)
 }
 
 /// DWARF register number of `rbx` on x86-64: callee-saved, and the CFA register of
