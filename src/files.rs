@@ -168,6 +168,12 @@ impl<'k> HeldFiles<'k> {
         }
     }
 
+    /// Whether the `file_cache` of `cookie` is known to be in the trace: the file need not
+    /// be held.
+    pub(crate) fn knows(&self, cookie: u64) -> bool {
+        SEEN.is_known(cookie, self.now)
+    }
+
     /// The files held so far, with their cookies (the slots after them are empty).
     fn held(&self) -> impl Iterator<Item = (&FileRef, u64)> {
         self.files[..self.nr_files]

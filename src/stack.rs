@@ -54,10 +54,23 @@ impl Ip for usize {
 /// The file cookies of the files stacks use, under the module's one file key.
 pub(crate) static COOKIES: CookieMemo = CookieMemo::new();
 
+/// A file mapping the `.eh_frame` unwinder looked up for this stack, with its file's
+/// cookie: the translation uses it rather than look the VMA up again, unless the file's
+/// `file_cache` is due (then the VMA's lock is needed to hold the file).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct KnownVma {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) pgoff: u64,
+    pub(crate) cookie: u64,
+}
+
 /// The address space of `current`, borrowed for one chunk of a stack.
 struct TaskSpace<'a> {
     mm: &'a MmWithUser,
     keys: &'a Keys,
+    /// The file mappings the unwinder already looked up.
+    known: &'a [KnownVma],
     /// The files whose `file_cache` is due; `None` when no instance records `file_cache`.
     held: Option<HeldFiles<'a>>,
     /// The page of the last address found in no VMA, for the whole stack: a chain of
@@ -126,6 +139,18 @@ impl TaskSpace<'_> {
 
 impl AddressSpace for TaskSpace<'_> {
     fn lookup(&mut self, addr: u64) -> Option<Vma> {
+        if let Some(k) = self.known.iter().find(|k| k.start <= addr && addr < k.end) {
+            if self.held.as_ref().is_none_or(|held| held.knows(k.cookie)) {
+                return Some(Vma {
+                    map: Mapping {
+                        start: k.start,
+                        end: k.end,
+                        pgoff: k.pgoff,
+                    },
+                    backing: Backing::File(k.cookie),
+                });
+            }
+        }
         let page = addr >> PAGE_SHIFT;
         if *self.last_miss == Some(page) {
             return None;
@@ -160,6 +185,13 @@ fn record_empty(cookie: u64) {
 ///
 /// Context: task context of the unwound task, may sleep.
 pub(crate) fn record<T: Ip>(ips: &[T], cookie: u64, keys: &Keys) {
+    record_known(ips, cookie, keys, &[]);
+}
+
+/// [`record`], with the file mappings the `.eh_frame` unwinder already looked up.
+///
+/// Context: task context of the unwound task, may sleep.
+pub(crate) fn record_known<T: Ip>(ips: &[T], cookie: u64, keys: &Keys, known: &[KnownVma]) {
     stats::add(Stat::Stacks, 1);
     let current = kernel::current!();
     let Some(mm) = current.mm() else {
@@ -184,6 +216,7 @@ pub(crate) fn record<T: Ip>(ips: &[T], cookie: u64, keys: &Keys) {
         let mut space = TaskSpace {
             mm,
             keys,
+            known,
             held: want_files.then(|| HeldFiles::new(keys, budget)),
             last_miss: &mut last_miss,
         };
@@ -200,6 +233,7 @@ pub(crate) fn record<T: Ip>(ips: &[T], cookie: u64, keys: &Keys) {
             let mut space = TaskSpace {
                 mm,
                 keys,
+                known,
                 held: Some(HeldFiles::new(keys, budget)),
                 last_miss: &mut last_miss,
             };

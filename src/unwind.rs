@@ -16,7 +16,7 @@ use crate::logic::cfi::step::{Regs, Scratch};
 use crate::logic::cfi::{CfiError, Memory};
 use crate::logic::frames::name_cookie;
 use crate::logic::unwinder::{unwind, Caches, End, Region, Task, MAX_FRAMES};
-use crate::stack::{self, Ip, COOKIES};
+use crate::stack::{self, Ip, KnownVma, COOKIES};
 use crate::stats::{self, Stat};
 use crate::Keys;
 use core::cell::UnsafeCell;
@@ -106,7 +106,13 @@ struct Current<'k> {
     /// table entry one.
     block: &'k mut [u8; BLOCK],
     block_addr: u64,
+    /// The file mappings looked up, for the translation.
+    known: [KnownVma; KNOWN],
+    nr_known: usize,
 }
+
+/// File mappings a stack hands to the translation, at most.
+const KNOWN: usize = 8;
 
 /// Reads `buf.len()` bytes of `current`'s memory at `addr`.
 fn read_user(addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
@@ -175,7 +181,19 @@ impl Task for Current<'_> {
             return None;
         }
         let key = match r.kind {
-            ffi::UU_REGION_FILE => Some(COOKIES.cookie(&r.id, &self.keys.file)),
+            ffi::UU_REGION_FILE => {
+                let cookie = COOKIES.cookie(&r.id, &self.keys.file);
+                if let Some(slot) = self.known.get_mut(self.nr_known) {
+                    *slot = KnownVma {
+                        start: r.start,
+                        end: r.end,
+                        pgoff: r.pgoff,
+                        cookie,
+                    };
+                    self.nr_known += 1;
+                }
+                Some(cookie)
+            }
             ffi::UU_REGION_VDSO => {
                 self.vdso = Some(r.start);
                 Some(name_cookie(b"[vdso]", &self.keys.name))
@@ -216,6 +234,8 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         vdso: None,
         block: &mut work.block,
         block_addr: u64::MAX,
+        known: [KnownVma::default(); KNOWN],
+        nr_known: 0,
     };
     let start = Regs {
         ip: regs.ip,
@@ -242,7 +262,8 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
     if end.truncated() {
         stats::add(Stat::UnwindTruncated, 1);
     }
-    stack::record(&work.ips[..n], cookie, keys);
+    let known = task.known.get(..task.nr_known).unwrap_or(&[]);
+    stack::record_known(&work.ips[..n], cookie, keys, known);
     let reason = match end {
         End::Complete => return,
         End::Limit => 1,

@@ -208,7 +208,8 @@ def check_bash(check, events, prog, cache):
 
 
 def check(s, prog, check_fn=None, parse_trace=None, values=None):
-    main = sys.modules["__main__"]
+    # tests/e2e.py's check, parse_trace and values: it runs as __main__, or imported.
+    main = sys.modules.get("e2e") or sys.modules["__main__"]
     check_fn = check_fn or main.check
     parse_trace = parse_trace or main.parse_trace
     values = values or main.values
