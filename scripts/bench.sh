@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # make bench: the cost of deferred user stacks on the production-config test kernel (the
 # base fragment without the debug checkers; built and cached like the debug one), in one
-# guest boot. Arms A-D at each depth (tests/guest/bench.sh says what they are), interleaved;
+# guest boot. Arms A-E at each depth (tests/guest/bench.sh says what they are), interleaved;
 # one line per depth with the medians of the per-round ratios and their spread, the ring
 # buffer's bytes per frame from its own counters, then the __fput probe's idle cost.
 # The guest runs under TCG: absolute times are emulated, ratios measured in one run are what

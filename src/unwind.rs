@@ -5,11 +5,11 @@
 //! `copy_from_user()` (never `kernel_read()`), mappings looked up with the per-VMA lock,
 //! the caches shared by every task, and the buffers the unwind works in.
 //!
-//! Memory: the row and table caches are static, about 83 KiB; the work buffers (the CIE
-//! and FDE scratch and the 511 frames, 8.7 KiB each, with a 256-byte read block) are a static pool of [`POOL_SLOTS`]
-//! (70 KiB): a callback takes a free one without allocating, and when all are in use (as
-//! many tasks in the callback at once, each faulting a page in) it records the kernel's
-//! frame-pointer stack instead.
+//! Memory: the row and table caches are static, about 100 KiB; the work buffers (the CIE
+//! and FDE scratch, the 511 frames and a 256-byte read block, 8.5 KiB each) are a static
+//! pool of [`POOL_SLOTS`] (68 KiB): a callback takes a free one without allocating, and
+//! when all are in use (as many tasks in the callback at once, each faulting a page in) it
+//! records the kernel's frame-pointer stack instead.
 
 use crate::ffi;
 use crate::logic::cfi::step::{Regs, Scratch};

@@ -488,7 +488,7 @@ pub struct Caches {
 }
 
 impl Caches {
-    /// Empty caches: about 99 KiB.
+    /// Empty caches: about 100 KiB.
     pub const fn new() -> Self {
         Caches {
             tables: TableCache::new(),
