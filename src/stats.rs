@@ -18,6 +18,8 @@ pub(crate) enum Stat {
     CacheResets = 12,
     FileCacheDropped = 13,
     LookupsContended = 14,
+    // Counted in C; named here for the KUnit check of the names.
+    #[cfg_attr(not(CONFIG_KUNIT), allow(dead_code))]
     StacksAfterExec = 15,
     UnwindStacks = 16,
     UnwindCfiFrames = 17,
@@ -25,6 +27,8 @@ pub(crate) enum Stat {
     UnwindRowMisses = 19,
     UnwindCfiErrors = 20,
     UnwindTruncated = 21,
+    // Counted in C; named here for the KUnit check of the names.
+    #[cfg_attr(not(CONFIG_KUNIT), allow(dead_code))]
     UnwindReadsUnfaulted = 22,
     UnwindTablesUnread = 23,
     UnwindPoolBusy = 24,
