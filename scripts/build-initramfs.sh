@@ -27,7 +27,7 @@ copy_with_libs "$(command -v trace-cmd)" /usr/bin/trace-cmd
 copy_with_libs /bin/bash /bin/bash
 
 build_test_programs
-for lib in libuutest.so libuua.so libuub.so; do
+for lib in libuutest.so libuua.so libuub.so libuuv1.so libuuv2.so; do
 	install -m 0755 "$CACHE/prog/$lib" "$OUT/usr/lib/$lib"
 done
 copy_with_libs "$CACHE/prog/uu_chain" /usr/bin/uu_chain
@@ -35,9 +35,13 @@ copy_with_libs "$CACHE/prog/uu_dl" /usr/bin/uu_dl
 copy_with_libs "$CACHE/prog/uu_bench" /usr/bin/uu_bench
 copy_with_libs "$CACHE/prog/uu_named" /usr/bin/uu_named
 copy_with_libs "$CACHE/prog/uu_many" /usr/bin/uu_many
+for prog in uu_maps uu_exec uu_perf uu_dlone; do
+	copy_with_libs "$CACHE/prog/$prog" /usr/bin/$prog
+done
 install -m 0644 "$KO" "$OUT/lib/modules/user_unwind.ko"
 install -m 0644 "$ROOT/tests/guest/lib.sh" "$OUT/lib/uu.sh"
 install -m 0755 "$ROOT/tests/guest/memory.sh" "$OUT/usr/bin/memory.sh"
+install -m 0644 "$ROOT/tests/guest/identity.sh" "$OUT/lib/uu-identity.sh"
 
 cat >"$OUT/init" <<'INIT'
 #!/bin/busybox sh
