@@ -84,6 +84,7 @@ enum uu_stat {
 	UU_STAT_FILE_CACHE_DROPPED,	/* file_cache events no buffer took */
 	UU_STAT_LOOKUPS_CONTENDED,	/* frames left raw: mmap_lock was taken */
 	UU_STAT_STACKS_AFTER_EXEC,	/* stacks left empty: the task exec'd since the request */
+	UU_STAT_REQUESTS_SKIPPED,	/* events after unwind_reset_info() on the way out */
 	UU_STAT_NR
 };
 

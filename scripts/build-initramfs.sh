@@ -35,7 +35,7 @@ copy_with_libs "$CACHE/prog/uu_dl" /usr/bin/uu_dl
 copy_with_libs "$CACHE/prog/uu_bench" /usr/bin/uu_bench
 copy_with_libs "$CACHE/prog/uu_named" /usr/bin/uu_named
 copy_with_libs "$CACHE/prog/uu_many" /usr/bin/uu_many
-for prog in uu_maps uu_exec uu_perf uu_dlone; do
+for prog in uu_maps uu_exec uu_perf uu_dlone uu_ab; do
 	copy_with_libs "$CACHE/prog/$prog" /usr/bin/$prog
 done
 install -m 0644 "$KO" "$OUT/lib/modules/user_unwind.ko"

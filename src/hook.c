@@ -28,6 +28,15 @@
  * request that queues a callback (uu_pending), and the callback records such a stack empty
  * (counted as stacks_after_exec).
  *
+ * A request made after unwind_reset_info(), on the way out in exit_to_user_mode(), is served
+ * at the task's next kernel exit, with the next entry's stack. Only two events fire there
+ * (preemptirq's irq_enable, from trace_hardirqs_on_prepare(), and context tracking's
+ * user_enter), and there the task's unwind id is always 0: those two events request
+ * nothing while it is 0 (counted as requests_skipped). Elsewhere that only skips such an
+ * event when it is the first of its kernel entry to be traced; the entry's later events,
+ * and the irq_disable that precedes an irq_enable, carry its cookie. An NMI that hits the
+ * few instructions after the reset still requests: documented, not detected.
+ *
  * Lock order: uu_hook_lock (mutex) is taken inside event_mutex and tracepoints_mutex (from the
  * reg/unreg callbacks) and takes ftrace_export_lock; kprobe_mutex is never taken under it
  * (kprobe_mutex -> ftrace_lock -> tracepoints_mutex is a chain the kernel makes).
@@ -46,6 +55,8 @@
 #include "wrapper/symbols.h"
 
 static struct unwind_work uu_work;
+/* The entry types of irq_enable and user_enter (0: not in this kernel); set at init. */
+static unsigned short uu_exit_types[2];
 static DEFINE_MUTEX(uu_hook_lock);
 static bool uu_export_registered;	/* under uu_hook_lock */
 static bool uu_hook_wanted;		/* under uu_hook_lock: the cookie event is enabled */
@@ -132,6 +143,12 @@ static void uu_export_write(struct trace_export *export, const void *entry,
 			this_cpu_inc(uu_cookie_commits[interrupt_context_level()]);
 		else if (uu_is_file_cache_event(ent->type))
 			uu_file_cache_committed();
+		return;
+	}
+	/* On the way out, after unwind_reset_info() (see the top of this file). */
+	if ((ent->type == uu_exit_types[0] || ent->type == uu_exit_types[1]) &&
+	    !READ_ONCE(current->unwind_info.id.id)) {
+		uu_stat_add(UU_STAT_REQUESTS_SKIPPED, 1);
 		return;
 	}
 	/*
@@ -260,6 +277,8 @@ bool uu_hook_requesting(void)
  */
 int uu_hook_init(void)
 {
+	uu_exit_types[0] = uu_event_type("event_irq_enable");
+	uu_exit_types[1] = uu_event_type("event_user_enter");
 	return uu_call(unwind_deferred_init)(&uu_work, uu_unwind_callback);
 }
 

@@ -32,6 +32,7 @@ static const char *const uu_stat_names[UU_STAT_NR] = {
 	[UU_STAT_FILE_CACHE_DROPPED] = "file_cache_dropped",
 	[UU_STAT_LOOKUPS_CONTENDED] = "lookups_contended",
 	[UU_STAT_STACKS_AFTER_EXEC] = "stacks_after_exec",
+	[UU_STAT_REQUESTS_SKIPPED] = "requests_skipped",
 };
 
 void uu_stat_add(enum uu_stat stat, unsigned long n)

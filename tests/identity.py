@@ -177,6 +177,50 @@ def check_exec(t, s, prog):
             and int(v.get("stacks_after_exec", 0)) == 2, f"{got}, {v}")
 
 
+def check_exit_window(t, s, prog):
+    """No event on the way out of a getpid shows the stack of the getppid after it: between
+    a sys_exit of getpid and the next sys_enter of getppid (a millisecond of user-space work
+    apart), the events of the first half belong to the getpid entry's way out."""
+    lines = s["ID_EXIT_WINDOW"]
+    if any(line.startswith("# skipped") for line in lines):
+        print("# skipped: requests on the way out (no preemptirq events in this kernel)")
+        return
+    exe = Elf(os.path.join(prog, "uu_ab"))
+    events = t.parse_trace(lines)
+    chain = {}
+    for e in events:
+        if e["event"] == "user_unwind_stack":
+            names = {exe.symbol(v, True) for v, _ in e["frames"]}
+            chain[e["cookie"]] = "A" if "uu_a2" in names else "B" if "uu_b2" in names else "?"
+    # Each event with the cookie written right after it.
+    triggered = []
+    for prev, e in zip(events, events[1:]):
+        if e["event"] == "user_unwind_cookie" and prev["event"] != "user_unwind_cookie":
+            triggered.append((prev, e["cookie"]))
+    nr = lambda e: int(re.search(r"NR (\d+)", e["rest"]).group(1))  # noqa: E731
+    calls = [e for e in events if e["event"] in ("sys_enter", "sys_exit")]
+    wrong, windows, in_window = [], 0, 0
+    for ex, en in zip(calls, calls[1:]):
+        if not (ex["event"] == "sys_exit" and nr(ex) == 39 and en["event"] == "sys_enter"
+                and nr(en) == 110):
+            continue
+        windows += 1
+        t1, t2 = float(ex["ts"]), float(en["ts"])
+        for ev, cookie in triggered:
+            if t1 < float(ev["ts"]) < (t1 + t2) / 2:
+                in_window += ev["event"] == "irq_enable"
+                if chain.get(cookie) == "B":
+                    wrong.append(f"{ev['event']}@{ev['ts']}")
+    irq_after_exit = sum(1 for ex, nx in zip(events, events[1:])
+                         if ex["event"] == "sys_exit" and nx["event"] == "irq_enable")
+    v = t.values(lines)
+    t.check("identity: no event on the way out of getpid carries the next getppid's stack",
+            windows >= 10 and not wrong and int(v.get("skipped", 0)) > 0,
+            f"{windows} getpid-getppid gaps, {len(wrong)} events with the wrong stack "
+            f"{wrong[:3]}, {in_window} requesting irq_enable in them, {irq_after_exit} "
+            f"irq_enable after a sys_exit, {v.get('skipped')} skipped")
+
+
 def check_perf(t, s):
     lines = [line.split() for line in s["ID_PERF"] if line.startswith("uu_perf ")]
     ids = [r[2] for r in lines]
@@ -204,5 +248,6 @@ def check_all(t, s, prog):
                   check_perf, check_mmap_held):
         check(t, s)
     check_exec(t, s, prog)
+    check_exit_window(t, s, prog)
     check_maps(t, s, ustack)
 

@@ -166,6 +166,34 @@ id_end ID_EXEC
 section ID_EXEC_STATS
 result stacks_after_exec $(($(uu stacks_after_exec) - before))
 
+# Events on the way out of the kernel, after the deferred unwinder forgot the entry
+# (preemptirq's irq_enable in exit_to_user_mode()): a request there would be served at the
+# next exit, with the next entry's stack. getpid from one chain, getppid from another.
+section ID_EXIT_WINDOW
+if [ -e $T/events/preemptirq/irq_enable ]; then
+	before=$(uu requests_skipped)
+	echo 0 >$T/tracing_on
+	echo >$T/trace
+	echo 'id == 39 || id == 110' >$T/events/raw_syscalls/sys_exit/filter
+	echo 1 >$T/events/raw_syscalls/sys_exit/enable
+	echo 1 >$T/events/preemptirq/irq_enable/enable
+	sys_enter_on 'id == 39 || id == 110'
+	echo 1 >$OPT
+	echo 1 >$T/tracing_on
+	sh -c "echo \$\$ >$T/set_event_pid; exec uu_ab 20"
+	echo 0 >$T/tracing_on
+	echo 0 >$OPT
+	echo >$T/set_event_pid
+	sys_enter_off
+	echo 0 >$T/events/preemptirq/irq_enable/enable
+	echo 0 >$T/events/raw_syscalls/sys_exit/enable
+	echo 0 >$T/events/raw_syscalls/sys_exit/filter
+	result skipped $(($(uu requests_skipped) - before))
+	cat $T/trace
+else
+	echo "# skipped: no preemptirq events in this kernel"
+fi
+
 # perf_event_open() on the module's events by an unprivileged user: refused, where perf's
 # own rules (perf_event_paranoid 2, counting on itself, kernel excluded) allow it for
 # raw_syscalls:sys_enter.
