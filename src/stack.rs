@@ -23,7 +23,9 @@
 
 use crate::ffi;
 use crate::files::{self, HeldFiles, NAME_MAX, NEW_FILES_PER_STACK};
-use crate::logic::frames::{chunks, AddressSpace, Backing, FileId, Record, Translator, Vma};
+use crate::logic::frames::{
+    chunks, name_cookie, AddressSpace, Backing, FileId, Record, Translator, Vma,
+};
 use crate::logic::memo::CookieMemo;
 use crate::logic::offset::Mapping;
 use crate::stats::{self, Stat};
@@ -97,7 +99,7 @@ impl TaskSpace<'_> {
         };
         let cookie = match self.held.as_mut() {
             Some(held) => held.hold_name(name),
-            None => Some(crate::logic::frames::name_cookie(name, &self.keys.name)),
+            None => Some(name_cookie(name, &self.keys.name)),
         };
         match cookie {
             Some(cookie) if special => Backing::Special(cookie),
