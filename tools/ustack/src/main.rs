@@ -4,28 +4,36 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use ustack::error::{Error, Result};
-use ustack::stacks::Filter;
+use ustack::output::{SortKey, View};
+use ustack::stacks::{escape, Aggregator, Filter};
 use ustack::symbolize::{FileStatus, Options, Symbolizer};
-use ustack::{join, output, stacks};
+use ustack::{join, output};
 
 const USAGE: &str = "\
-usage: ustack [OPTIONS] TRACE
+usage: ustack [OPTIONS] [-i] [TRACE]
        ustack --bench [STACKS [DEPTH [DISTINCT]]]
 
-TRACE is a trace.dat from trace-cmd record (file version 6 or 7, compressed or not) or the
-text of /sys/kernel/tracing/trace. Without an output option the top stacks are printed.
+TRACE (or -i TRACE; trace.dat if none) is a trace.dat from trace-cmd record (file
+version 6 or 7, compressed or not) or the text of /sys/kernel/tracing/trace. Without an
+output option the report is printed.
 
-Outputs (each FILE may be - for standard output):
-  --report FILE        top stacks with counts and percentages (perf report --stdio style)
+Outputs (each FILE may be - for standard output, for one of them):
+  --report FILE        functions (self, children) and top stacks, perf report style
+  -o FILE              the report to FILE
   --folded FILE        folded stacks, 'event;outer;...;inner COUNT', for flame graph tools
   --svg FILE           a flame graph
   --speedscope FILE    speedscope JSON
   --pprof FILE         pprof profile.proto, gzipped
   --top N              stacks in the report (default 10)
+  --sort KEYS          the report's function view by these of function,file,comm,pid
+                       (comma-separated; default function,file)
+  --percent-limit P    leave out report entries under P% of the samples
+  -G, --caller         report stacks outermost frame first (default: innermost first)
   --task               a comm-pid level under the event
-  --lines              file:line in folded and flame graph labels
+  --lines              file:line in labels (and stacks told apart by line)
 
 Finding the files (the paths are the traced machine's):
   --sysroot DIR        look for every path under DIR
@@ -38,14 +46,16 @@ Filters (repeatable; a sample passes if it matches one of each kind given):
   --pid PID  --comm COMM  --event NAME (system:event or event)
 
   -q, --quiet          no summary on standard error
+  -V, --version        the version
 ";
+
+const HINT: &str = "Try 'ustack --help' for more information.";
 
 #[derive(Default)]
 struct Args {
     trace: Option<PathBuf>,
     outputs: Vec<(String, String)>,
-    top: usize,
-    task: bool,
+    view: View,
     lines: bool,
     quiet: bool,
     opts: Options,
@@ -70,10 +80,7 @@ fn utf8(v: std::ffi::OsString) -> std::result::Result<String, String> {
 
 fn parse_args() -> std::result::Result<Args, String> {
     use lexopt::prelude::*;
-    let mut a = Args {
-        top: 10,
-        ..Args::default()
-    };
+    let mut a = Args::default();
     let mut p = lexopt::Parser::from_env();
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
@@ -81,8 +88,35 @@ fn parse_args() -> std::result::Result<Args, String> {
                 let o = o.to_string();
                 a.outputs.push((o, value(&mut p)?));
             }
-            Long("top") => a.top = value(&mut p)?.parse().map_err(|_| "--top wants a number")?,
-            Long("task") => a.task = true,
+            Short('o') => a.outputs.push(("report".into(), value(&mut p)?)),
+            Short('i') | Long("input") => {
+                if a.trace.is_some() {
+                    return Err("one trace at a time".into());
+                }
+                a.trace = Some(os_value(&mut p)?.into());
+            }
+            Long("top") => {
+                a.view.top = value(&mut p)?.parse().map_err(|_| "--top wants a number")?
+            }
+            Long("sort") => {
+                a.view.sort = value(&mut p)?
+                    .split(',')
+                    .map(|k| {
+                        SortKey::parse(k.trim()).ok_or_else(|| {
+                            format!("--sort: unknown key '{k}' (function, file, comm, pid)")
+                        })
+                    })
+                    .collect::<std::result::Result<_, _>>()?;
+            }
+            Long("percent-limit") => {
+                a.view.percent_limit = value(&mut p)?
+                    .trim_end_matches('%')
+                    .parse()
+                    .map_err(|_| "--percent-limit wants a number")?
+            }
+            Short('G') | Long("caller") | Long("inverted") => a.view.caller_first = true,
+            Long("callee") => a.view.caller_first = false,
+            Long("task") => a.view.task = true,
             Long("lines") => a.lines = true,
             Short('q') | Long("quiet") => a.quiet = true,
             Long("sysroot") => a.opts.sysroot = Some(os_value(&mut p)?.into()),
@@ -105,6 +139,10 @@ fn parse_args() -> std::result::Result<Args, String> {
                 print!("{USAGE}");
                 std::process::exit(0);
             }
+            Short('V') | Long("version") => {
+                println!("ustack {}", env!("CARGO_PKG_VERSION"));
+                std::process::exit(0);
+            }
             Value(v) if a.bench.is_some() => {
                 let n = utf8(v)?.parse().map_err(|_| "--bench wants numbers")?;
                 if let Some(b) = a.bench.as_mut() {
@@ -112,22 +150,121 @@ fn parse_args() -> std::result::Result<Args, String> {
                 }
             }
             Value(v) if a.trace.is_none() => a.trace = Some(v.into()),
+            Value(_) => return Err("one trace at a time".into()),
             _ => return Err(arg.unexpected().to_string()),
         }
     }
-    if a.bench.is_none() && a.trace.is_none() {
-        return Err("no trace given".into());
+    if a.outputs.iter().filter(|(_, d)| d == "-").count() > 1 {
+        return Err("two outputs to standard output ('-'): give one of them a file".into());
     }
     Ok(a)
+}
+
+/// Standard output went away (`ustack ... | head`): stop quietly.
+fn quiet_on_pipe(e: std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    Error::from(e)
 }
 
 fn write_out(dest: &str, data: &[u8]) -> Result<()> {
     if dest == "-" {
         use std::io::Write;
-        std::io::stdout().write_all(data)?;
+        let mut o = std::io::stdout().lock();
+        o.write_all(data).map_err(quiet_on_pipe)?;
+        o.flush().map_err(quiet_on_pipe)?;
         return Ok(());
     }
     std::fs::write(dest, data).map_err(|e| Error::new(format!("{dest}: {e}")))
+}
+
+/// The input, mapped: a trace.dat's pages are read as they are walked and dropped after.
+enum Input {
+    Map(memmap2::Mmap),
+    Bytes(Vec<u8>),
+}
+
+impl Input {
+    fn open(path: &std::path::Path) -> Result<Input> {
+        let err = |e: std::io::Error| Error::new(format!("{}: {e}", path.display()));
+        let f = std::fs::File::open(path).map_err(err)?;
+        let meta = f.metadata().map_err(err)?;
+        if meta.is_file() && meta.len() > 0 {
+            // SAFETY: the file is only read; one changed under us gives wrong data (or
+            // SIGBUS if cut), as reading it would.
+            if let Ok(m) = unsafe { memmap2::Mmap::map(&f) } {
+                let _ = m.advise(memmap2::Advice::Sequential);
+                return Ok(Input::Map(m));
+            }
+        }
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut &f, &mut v).map_err(err)?;
+        Ok(Input::Bytes(v))
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Input::Map(m) => m,
+            Input::Bytes(v) => v,
+        }
+    }
+
+    /// Drop the pages of `start..end` from memory (they are read again if needed).
+    fn release(&self, start: u64, end: u64) {
+        if let Input::Map(m) = self {
+            let page = 4096u64;
+            let s = start.div_ceil(page) * page;
+            let e = (end / page) * page;
+            if e > s && e <= m.len() as u64 {
+                // SAFETY: a read-only file mapping: the pages come back from the file.
+                let _ = unsafe {
+                    m.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        s as usize,
+                        (e - s) as usize,
+                    )
+                };
+            }
+        }
+    }
+}
+
+/// A progress line on standard error, when it is a terminal and the run is long.
+struct Progress {
+    start: Instant,
+    last: Instant,
+    on: bool,
+    shown: bool,
+}
+
+impl Progress {
+    fn new(quiet: bool) -> Self {
+        use std::io::IsTerminal;
+        Progress {
+            start: Instant::now(),
+            last: Instant::now(),
+            on: !quiet && std::io::stderr().is_terminal(),
+            shown: false,
+        }
+    }
+    fn tick(&mut self, what: impl FnOnce() -> String) {
+        if !self.on
+            || self.start.elapsed().as_millis() < 1000
+            || self.last.elapsed().as_millis() < 250
+        {
+            return;
+        }
+        self.last = Instant::now();
+        self.shown = true;
+        eprint!("\r\x1b[Kustack: {}", what());
+    }
+    fn done(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+            self.shown = false;
+        }
+    }
 }
 
 fn run(a: Args) -> Result<bool> {
@@ -136,32 +273,73 @@ fn run(a: Args) -> Result<bool> {
         ustack::bench::run(get(0, 100_000), get(1, 32), get(2, 4096))?;
         return Ok(true);
     }
-    let path = a.trace.clone().unwrap_or_default();
-    let bytes = std::fs::read(&path).map_err(|e| Error::new(format!("{}: {e}", path.display())))?;
-    let loaded = ustack::load(&bytes).map_err(|e| e.context(&path.display().to_string()))?;
-    let (samples, st) = join::join(&loaded.events);
-    let mut sym = Symbolizer::new(a.opts);
-    let p = stacks::profile(&samples, &mut sym, &a.filter, a.task);
+    let path = a
+        .trace
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("trace.dat"));
     let name = path.display().to_string();
+    let input = Input::open(&path)?;
+    let bytes = input.bytes();
+    let total = bytes.len() as u64;
+    let mut src = ustack::open(bytes).map_err(|e| e.context(&name))?;
+    src.on_release(|s, e| input.release(s, e));
+    let mut progress = Progress::new(a.quiet);
+    let mut joiner = join::Joiner::new();
+    let mut agg = Aggregator::new(a.filter.clone());
+    let mut n = 0u64;
+    while let Some(e) = src.next() {
+        joiner.push(e, &mut |s| agg.add(&s));
+        n += 1;
+        if n % 65536 == 0 {
+            let read = src.bytes_read();
+            let d = agg.distinct();
+            progress.tick(|| {
+                format!(
+                    "{:.0} of {:.0} MB, {n} events, {d} distinct stacks",
+                    read as f64 / 1e6,
+                    total as f64 / 1e6
+                )
+            });
+        }
+    }
+    let st = joiner.finish(&mut |s| agg.add(&s));
+    let summary = src.summary();
+    drop(src);
+    if let Some(e) = summary.not_a_trace {
+        return Err(Error::new(e).context(&name));
+    }
+    progress.tick(|| "symbolizing".to_string());
+    let mut sym = Symbolizer::new(a.opts);
+    let (kept, seen) = (agg.samples, agg.seen);
+    let p = agg.profile(&mut sym, a.lines);
+    progress.done();
     let mut outputs = a.outputs;
     if outputs.is_empty() {
         outputs.push(("report".into(), "-".into()));
     }
     for (kind, dest) in &outputs {
         let data = match kind.as_str() {
-            "report" => output::report(&p, a.top).into_bytes(),
-            "folded" => output::folded(&p, a.lines).into_bytes(),
-            "svg" => output::svg(&p, &format!("ustack: {name}"), a.lines).into_bytes(),
-            "speedscope" => output::speedscope(&p, &name).into_bytes(),
+            "report" => output::report(&p, &a.view).into_bytes(),
+            "folded" => output::folded(&p, a.view.task).into_bytes(),
+            "svg" => {
+                output::svg(&p, &format!("ustack: {}", escape(&name)), a.view.task).into_bytes()
+            }
+            "speedscope" => output::speedscope(&p, &name, a.view.task).into_bytes(),
             _ => output::pprof(&p),
         };
         write_out(dest, &data)?;
     }
-    let mut clean = loaded.damage.is_empty();
+    let mut clean = summary.damage.is_empty();
     if !a.quiet {
         eprintln!(
             "ustack: {} ({}): {} events, {} cookies, {} stacks, {} samples kept, {} frames",
-            name, loaded.kind, st.events, st.cookies, st.stacks, p.samples, st.frames
+            escape(&name),
+            summary.kind,
+            st.events,
+            st.cookies,
+            st.stacks,
+            kept,
+            st.frames
         );
         eprintln!(
             "ustack: unresolved: {} frames of {} file cookies; {} cookies without a stack, {} without a trigger, {} stacks without a cookie, {} incomplete; {} bad records, {} events lost",
@@ -171,45 +349,71 @@ fn run(a: Args) -> Result<bool> {
             st.cookies_without_trigger,
             st.stacks_without_cookie,
             st.incomplete_stacks,
-            loaded.bad_records,
-            loaded.lost
+            summary.bad_records,
+            summary.lost
         );
-        if let Some(w) = ustack::clock_warning(loaded.clock.as_deref()) {
-            eprintln!("ustack: warning: {w}");
+        if let Some(w) = ustack::clock_warning(summary.clock.as_deref()) {
+            eprintln!("ustack: warning: {}", escape(&w));
         }
         for (f, status) in sym.files() {
+            let path = escape(&f.path);
             match status {
                 FileStatus::Ok { .. } => {}
                 FileStatus::Missing => {
-                    eprintln!("ustack: {}: not found (see --sysroot, --map)", f.path)
+                    eprintln!("ustack: {path}: not found (see --sysroot, --map)")
                 }
                 FileStatus::NotElf { host } => {
-                    eprintln!("ustack: {}: {} is not an ELF file", f.path, host.display())
+                    eprintln!(
+                        "ustack: {path}: {} is not an ELF file",
+                        escape(&host.display().to_string())
+                    )
                 }
                 FileStatus::BuildIdMismatch { host, found } => {
                     eprintln!(
-                    "ustack: {}: build-id mismatch: the trace has {}, {} has {}; not symbolized",
-                    f.path,
+                    "ustack: {path}: build-id mismatch: the trace has {}, {} has {}; not symbolized",
                     ustack::symbolize::hex(&f.build_id),
-                    host.display(),
+                    escape(&host.display().to_string()),
                     found.as_deref().map(ustack::symbolize::hex).unwrap_or_else(|| "none".into())
                 )
                 }
             }
         }
     }
-    for d in &loaded.damage {
-        eprintln!("ustack: {name}: damaged: {d}; the events before it were read");
+    if seen == 0 {
+        eprintln!(
+            "ustack: {}: no user stacks: the trace has no user_unwind_cookie event (was the module loaded and its events recorded?)",
+            escape(&name)
+        );
+    } else if kept == 0 {
+        eprintln!("ustack: no sample matched the filters ({seen} samples in the trace)");
+    }
+    for d in &summary.damage {
+        eprintln!(
+            "ustack: {}: damaged: {d}; the events before it were read",
+            escape(&name)
+        );
         clean = false;
     }
+    if std::env::var_os("USTACK_PEAK").is_some() {
+        if let Some(kb) = peak_kb() {
+            eprintln!("ustack: peak memory {kb} kB");
+        }
+    }
     Ok(clean)
+}
+
+/// This process's peak resident memory (VmHWM), in kB.
+fn peak_kb() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    l.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn main() -> ExitCode {
     let a = match parse_args() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("ustack: {e}\n{USAGE}");
+            eprintln!("ustack: {}\n{HINT}", escape(&e));
             return ExitCode::from(2);
         }
     };

@@ -1,51 +1,226 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The outputs: folded stacks, a text report in the style of `perf report --stdio`, an SVG
-//! flame graph, speedscope JSON and pprof's gzipped `profile.proto`.
+//! flame graph, speedscope JSON and pprof's gzipped `profile.proto`. Each is written from
+//! the stacks counted by what it shows ([`Profile`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write;
 
 use crate::stacks::{Label, Profile};
 
-/// `a;b;c N` lines, the input of the flame graph tools.
-pub fn folded(p: &Profile, lines: bool) -> String {
+/// A key of the report's function view (`--sort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    Function,
+    File,
+    Comm,
+    Pid,
+}
+
+impl SortKey {
+    pub fn parse(s: &str) -> Option<SortKey> {
+        Some(match s {
+            "function" | "sym" | "symbol" => SortKey::Function,
+            "file" | "dso" => SortKey::File,
+            "comm" => SortKey::Comm,
+            "pid" => SortKey::Pid,
+            _ => return None,
+        })
+    }
+    fn title(self) -> &'static str {
+        match self {
+            SortKey::Function => "Function",
+            SortKey::File => "File",
+            SortKey::Comm => "Command",
+            SortKey::Pid => "Pid",
+        }
+    }
+}
+
+/// How the outputs are shown.
+#[derive(Debug, Clone)]
+pub struct View {
+    /// A `comm-pid` level under the event.
+    pub task: bool,
+    /// Stacks in the report.
+    pub top: usize,
+    /// Report entries under this share of the samples are left out.
+    pub percent_limit: f64,
+    pub sort: Vec<SortKey>,
+    /// The report's stacks outermost frame first (`-G`), else innermost first.
+    pub caller_first: bool,
+}
+
+impl Default for View {
+    fn default() -> Self {
+        View {
+            task: false,
+            top: 10,
+            percent_limit: 0.0,
+            sort: vec![SortKey::Function, SortKey::File],
+            caller_first: false,
+        }
+    }
+}
+
+/// `a;b;c N` lines, the input of the flame graph tools: one line per stack as shown.
+pub fn folded(p: &Profile, task: bool) -> String {
     let mut out = String::new();
-    for (stack, n) in &p.stacks {
-        let labels: Vec<String> = stack.iter().map(|l| l.text(lines)).collect();
-        let _ = writeln!(out, "{} {n}", labels.join(";"));
+    for (stack, n) in p.text_stacks(task) {
+        for (i, t) in stack.iter().enumerate() {
+            if i > 0 {
+                out.push(';');
+            }
+            out.push_str(&p.texts[*t as usize]);
+        }
+        let _ = writeln!(out, " {n}");
     }
     out
 }
 
-/// The top stacks, most frequent first, with counts and percentages, each listed from its
-/// innermost frame out as `perf report --stdio -G` would.
-pub fn report(p: &Profile, top: usize) -> String {
+fn pct(n: u64, total: u64) -> f64 {
+    100.0 * n as f64 / total.max(1) as f64
+}
+
+/// The report: functions with their self and children samples (`--sort` keys), then the
+/// top stacks, innermost frame first (callee first, as `perf report --stdio`'s default
+/// call graph) or outermost first with `caller_first` (`perf report -G`).
+pub fn report(p: &Profile, v: &View) -> String {
+    let stacks = p.label_stacks(v.task);
     let mut out = String::new();
-    let _ = writeln!(out, "# Samples: {}  Stacks: {}", p.samples, p.stacks.len());
+    let _ = writeln!(out, "# Samples: {}  Stacks: {}", p.samples, stacks.len());
+    // The function view: a key per label of each stack, counted once per stack
+    // (children), and for its innermost frame (self).
+    let key_of = |e: &crate::stacks::Entry, l: &Label| -> Vec<String> {
+        v.sort
+            .iter()
+            .map(|k| match k {
+                SortKey::Function => {
+                    if l.inlined {
+                        format!("{} (inlined)", l.name)
+                    } else {
+                        l.name.clone()
+                    }
+                }
+                SortKey::File => l
+                    .module
+                    .as_deref()
+                    .map(|m| m.rsplit('/').next().unwrap_or(m).to_string())
+                    .unwrap_or_else(|| "[unknown]".into()),
+                SortKey::Comm => p
+                    .comms
+                    .get(&e.pid)
+                    .map(|c| crate::stacks::escape(c))
+                    .unwrap_or_else(|| "?".into()),
+                SortKey::Pid => e.pid.to_string(),
+            })
+            .collect()
+    };
+    let mut rows: HashMap<Vec<String>, (u64, u64)> = HashMap::new();
+    for e in &p.entries {
+        let mut keys: Vec<Vec<String>> = e
+            .frames
+            .iter()
+            .map(|&l| key_of(e, &p.labels[l as usize]))
+            .collect();
+        let inner = keys.last().cloned();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            rows.entry(k).or_default().0 += e.count;
+        }
+        if let Some(k) = inner {
+            rows.entry(k).or_default().1 += e.count;
+        }
+    }
+    let mut rows: Vec<(Vec<String>, (u64, u64))> = rows.into_iter().collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let shown: Vec<_> = rows
+        .iter()
+        .filter(|r| pct(r.1 .0, p.samples) >= v.percent_limit)
+        .collect();
+    let titles: Vec<&str> = v.sort.iter().map(|k| k.title()).collect();
+    let mut widths: Vec<usize> = titles.iter().map(|t| t.len()).collect();
+    for (k, _) in &shown {
+        for (i, s) in k.iter().enumerate() {
+            widths[i] = widths[i].max(s.chars().count()).min(60);
+        }
+    }
+    let cols = |vals: &[&str]| -> String {
+        let mut s = String::new();
+        for (i, v) in vals.iter().enumerate() {
+            if i + 1 == vals.len() {
+                s.push_str(v);
+            } else {
+                let _ = write!(s, "{v:<w$}  ", w = widths[i]);
+            }
+        }
+        s
+    };
+    let _ = writeln!(out, "#");
+    let _ = writeln!(out, "# Children      Self  Samples  {}", cols(&titles));
+    let dots: Vec<String> = widths.iter().map(|w| ".".repeat(*w)).collect();
+    let dots: Vec<&str> = dots.iter().map(String::as_str).collect();
+    let _ = writeln!(out, "# ........  ........  .......  {}", cols(&dots));
+    for (k, (children, selfn)) in &shown {
+        let vals: Vec<&str> = k.iter().map(String::as_str).collect();
+        let _ = writeln!(
+            out,
+            "{:9.2}%  {:7.2}%  {children:7}  {}",
+            pct(*children, p.samples),
+            pct(*selfn, p.samples),
+            cols(&vals)
+        );
+    }
+    if shown.len() < rows.len() {
+        let _ = writeln!(
+            out,
+            "# ... {} more under {}%",
+            rows.len() - shown.len(),
+            v.percent_limit
+        );
+    }
+    let _ = writeln!(out, "#");
+    let order = if v.caller_first {
+        "outermost frame first (caller first, -G)"
+    } else {
+        "innermost frame first (callee first)"
+    };
+    let _ = writeln!(out, "# Top stacks, {order}");
     let _ = writeln!(out, "#");
     let _ = writeln!(out, "# Overhead  Samples  Event / task");
     let _ = writeln!(out, "# ........  .......  ..............................");
-    for (stack, n) in p.stacks.iter().take(top) {
-        let pct = 100.0 * *n as f64 / p.samples.max(1) as f64;
-        let roots: Vec<&str> = stack
+    let mut printed = 0;
+    for (stack, n) in &stacks {
+        if printed >= v.top || pct(*n, p.samples) < v.percent_limit {
+            break;
+        }
+        printed += 1;
+        let labels: Vec<&Label> = stack.iter().map(|&l| &p.labels[l as usize]).collect();
+        let roots: Vec<&str> = labels
             .iter()
-            .take_while(|l| l.synthetic)
+            .take(1 + usize::from(v.task))
             .map(|l| l.name.as_str())
             .collect();
-        let _ = writeln!(out, "\n{pct:9.2}%  {n:7}  {}", roots.join(" / "));
+        let _ = writeln!(
+            out,
+            "
+{:9.2}%  {n:7}  {}",
+            pct(*n, p.samples),
+            roots.join(" / ")
+        );
         let _ = writeln!(out, "            |");
-        // Innermost first; a run of one frame (recursion) is shown once with its count.
-        let frames: Vec<&Label> = stack
-            .iter()
-            .rev()
-            .filter(|l| !l.synthetic || l.name.starts_with('['))
-            .collect();
+        let mut frames: Vec<&Label> = labels[1 + usize::from(v.task)..].to_vec();
+        if !v.caller_first {
+            frames.reverse();
+        }
+        // A run of one frame (recursion) is shown once with its count.
         let mut i = 0;
         while i < frames.len() {
             let l = frames[i];
-            let run = frames[i..].iter().take_while(|m| same_line(m, l)).count();
+            let run = frames[i..].iter().take_while(|m| **m == l).count();
             let lead = if i == 0 {
                 "            ---"
             } else {
@@ -68,16 +243,15 @@ pub fn report(p: &Profile, top: usize) -> String {
             let _ = writeln!(out, "{lead}{line}");
         }
     }
-    if p.stacks.len() > top {
-        let _ = writeln!(out, "\n# ... {} more stacks", p.stacks.len() - top);
+    if stacks.len() > printed {
+        let _ = writeln!(
+            out,
+            "
+# ... {} more stacks",
+            stacks.len() - printed
+        );
     }
     out
-}
-
-/// Two frames the report shows alike (offsets may differ).
-fn same_line(a: &Label, b: &Label) -> bool {
-    (&a.name, &a.module, &a.source, a.line, a.inlined)
-        == (&b.name, &b.module, &b.source, b.line, b.inlined)
 }
 
 fn xml(s: &str) -> String {
@@ -95,29 +269,31 @@ fn xml(s: &str) -> String {
     o
 }
 
-#[derive(Default)]
-struct Node {
-    count: u64,
-    children: BTreeMap<String, Node>,
+/// A stable warm colour per name (FNV-1a).
+fn color(name: &str) -> String {
+    let mut h: u32 = 0x811c9dc5;
+    for b in name.bytes() {
+        h = (h ^ u32::from(b)).wrapping_mul(0x01000193);
+    }
+    let r = 200 + (h % 55);
+    let g = 80 + ((h >> 8) % 150);
+    let b = 40 + ((h >> 16) % 40);
+    format!("rgb({r},{g},{b})")
 }
 
 /// A flame graph: the root at the bottom, each frame as wide as its share of the samples,
-/// children sorted by name (as flamegraph.pl does), the full name and count in a tooltip.
-pub fn svg(p: &Profile, title: &str, lines: bool) -> String {
-    let mut root = Node::default();
-    for (stack, n) in &p.stacks {
-        root.count += n;
-        let mut node = &mut root;
-        for l in stack {
-            node = node.children.entry(l.text(lines)).or_default();
-            node.count += n;
-        }
-    }
-    fn depth(n: &Node) -> usize {
-        1 + n.children.values().map(depth).max().unwrap_or(0)
-    }
+/// children sorted by name, the full name and count in a tooltip. The stacks are walked
+/// in name order with the open frames on a list, not by recursion: any depth is drawn.
+pub fn svg(p: &Profile, title: &str, task: bool) -> String {
+    let mut stacks = p.text_stacks(task);
+    stacks.sort_by(|a, b| {
+        let ta = a.0.iter().map(|&t| &p.texts[t as usize]);
+        let tb = b.0.iter().map(|&t| &p.texts[t as usize]);
+        ta.cmp(tb)
+    });
+    let total: u64 = stacks.iter().map(|s| s.1).sum();
+    let levels = 1 + stacks.iter().map(|s| s.0.len()).max().unwrap_or(0);
     let (width, row, pad) = (1200.0f64, 16.0f64, 10.0f64);
-    let levels = depth(&root);
     let height = levels as f64 * row + 3.0 * pad + 20.0;
     let mut out = String::new();
     let _ = writeln!(
@@ -130,90 +306,97 @@ pub fn svg(p: &Profile, title: &str, lines: bool) -> String {
         width / 2.0,
         xml(title)
     );
-    let total = root.count.max(1) as f64;
-    let scale = (width - 2.0 * pad) / total;
-    fn color(name: &str) -> String {
-        // A stable warm colour per name (FNV-1a).
-        let mut h: u32 = 0x811c9dc5;
-        for b in name.bytes() {
-            h = (h ^ u32::from(b)).wrapping_mul(0x01000193);
+    let scale = (width - 2.0 * pad) / total.max(1) as f64;
+    let all = (total as f64).max(1.0);
+    let draw = |out: &mut String, name: &str, level: usize, start: u64, count: u64| {
+        let w = count as f64 * scale;
+        if w < 0.1 {
+            return;
         }
-        let r = 200 + (h % 55);
-        let g = 80 + ((h >> 8) % 150);
-        let b = 40 + ((h >> 16) % 40);
-        format!("rgb({r},{g},{b})")
-    }
-    #[allow(clippy::too_many_arguments)]
-    fn draw(
-        out: &mut String,
-        name: &str,
-        n: &Node,
-        x: f64,
-        level: usize,
-        ctx: (f64, f64, f64, f64, f64),
-    ) {
-        let (scale, row, pad, height, total) = ctx;
-        let w = n.count as f64 * scale;
+        let x = pad + start as f64 * scale;
         let y = height - pad - (level as f64 + 1.0) * row;
-        if w >= 0.1 {
-            let pct = 100.0 * n.count as f64 / total;
+        let _ = writeln!(
+            out,
+            r#"<g><title>{} ({count} samples, {:.2}%)</title><rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{:.1}" fill="{}" rx="2"/>"#,
+            xml(name),
+            100.0 * count as f64 / all,
+            row - 1.0,
+            color(name)
+        );
+        let chars = ((w - 4.0) / 7.0) as usize;
+        if chars >= 3 {
+            let mut t: String = name.chars().take(chars).collect();
+            if t.chars().count() < name.chars().count() {
+                t = name
+                    .chars()
+                    .take(chars.saturating_sub(2))
+                    .collect::<String>()
+                    + "..";
+            }
             let _ = writeln!(
                 out,
-                r#"<g><title>{} ({} samples, {pct:.2}%)</title><rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{:.1}" fill="{}" rx="2"/>"#,
-                xml(name),
-                n.count,
-                row - 1.0,
-                color(name)
+                r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+                x + 3.0,
+                y + row - 4.0,
+                xml(&t)
             );
-            let chars = ((w - 4.0) / 7.0) as usize;
-            if chars >= 3 {
-                let mut t: String = name.chars().take(chars).collect();
-                if t.chars().count() < name.chars().count() {
-                    t = name
-                        .chars()
-                        .take(chars.saturating_sub(2))
-                        .collect::<String>()
-                        + "..";
-                }
-                let _ = writeln!(
-                    out,
-                    r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
-                    x + 3.0,
-                    y + row - 4.0,
-                    xml(&t)
-                );
+        }
+        let _ = writeln!(out, "</g>");
+    };
+    draw(&mut out, "all", 0, 0, total);
+    // The frames open on the current path: (text, first sample, samples).
+    let mut open: Vec<(u32, u64, u64)> = Vec::new();
+    let mut x = 0u64;
+    for (stack, n) in &stacks {
+        let common = open
+            .iter()
+            .zip(stack.iter())
+            .take_while(|(o, t)| o.0 == **t)
+            .count();
+        while open.len() > common {
+            if let Some((t, start, count)) = open.pop() {
+                draw(&mut out, &p.texts[t as usize], open.len() + 1, start, count);
             }
-            let _ = writeln!(out, "</g>");
         }
-        let mut cx = x;
-        for (cname, c) in &n.children {
-            draw(out, cname, c, cx, level + 1, ctx);
-            cx += c.count as f64 * scale;
+        for &t in &stack[common..] {
+            open.push((t, x, 0));
         }
+        for o in open.iter_mut() {
+            o.2 += n;
+        }
+        x += n;
     }
-    let ctx = (scale, row, pad, height, total);
-    draw(&mut out, "all", &root, pad, 0, ctx);
+    while let Some((t, start, count)) = open.pop() {
+        draw(&mut out, &p.texts[t as usize], open.len() + 1, start, count);
+    }
     out.push_str("</svg>\n");
     out
 }
 
-/// Speedscope's file format: shared frames, one sampled profile, stacks root first.
-pub fn speedscope(p: &Profile, name: &str) -> String {
+/// Speedscope's file format: shared frames and one sampled profile, stacks root first.
+pub fn speedscope(p: &Profile, name: &str, task: bool) -> String {
     let mut frames: Vec<serde_json::Value> = Vec::new();
-    let mut index: HashMap<&Label, usize> = HashMap::new();
+    let mut index: HashMap<u32, usize> = HashMap::new();
+    // A text's file and line, from its first label.
+    let mut where_: HashMap<u32, &Label> = HashMap::new();
+    for (l, &t) in p.label_text.iter().enumerate() {
+        where_.entry(t).or_insert(&p.labels[l]);
+    }
     let mut samples = Vec::new();
     let mut weights = Vec::new();
-    for (stack, n) in &p.stacks {
+    for (stack, n) in p.text_stacks(task) {
         let ids: Vec<usize> = stack
             .iter()
-            .map(|l| {
-                *index.entry(l).or_insert_with(|| {
-                    let mut f = serde_json::json!({ "name": l.text(false) });
-                    if let Some(s) = &l.source {
-                        f["file"] = s.clone().into();
-                    }
-                    if let Some(line) = l.line {
-                        f["line"] = line.into();
+            .map(|&t| {
+                *index.entry(t).or_insert_with(|| {
+                    let mut f = serde_json::json!({ "name": p.texts[t as usize] });
+                    if let Some(l) = where_.get(&t) {
+                        if let Some(s) = &l.source {
+                            f["file"] = s.clone().into();
+                        }
+                        if let Some(line) = l.line {
+                            f["line"] = line.into();
+                        }
                     }
                     frames.push(f);
                     frames.len() - 1
@@ -221,7 +404,7 @@ pub fn speedscope(p: &Profile, name: &str) -> String {
             })
             .collect();
         samples.push(ids);
-        weights.push(*n);
+        weights.push(n);
     }
     let doc = serde_json::json!({
         "$schema": "https://www.speedscope.app/file-format-schema.json",
@@ -276,7 +459,10 @@ impl Pb {
 
 /// pprof's `profile.proto`, gzipped. Each file is a Mapping with its build-id, mapped at
 /// address 0 with file offset 0, so that a Location's address is the frame's offset in the
-/// file: the trace's own data, one to one.
+/// file: the trace's own data, one to one. A symbolized frame's functions (inlined ones
+/// first) are its Lines; a frame nothing named has none, and its mapping says
+/// `has_functions` only if some of its frames were named, so that pprof can symbolize the
+/// rest itself. The event, the command and the pid are sample labels.
 pub fn pprof(p: &Profile) -> Vec<u8> {
     let mut strings: Vec<String> = vec![String::new()];
     let mut sidx: HashMap<String, u64> = HashMap::new();
@@ -298,74 +484,71 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
     vt.uint(2, s("count"));
     msg.bytes(1, &vt.0);
 
-    let mut mappings: HashMap<(String, Option<String>), u64> = HashMap::new();
+    // Mappings: (path, build-id) -> id, and whether any of its frames has functions.
+    let mut mappings: HashMap<(String, Option<String>), (u64, bool)> = HashMap::new();
+    let mut mapping_order: Vec<(String, Option<String>)> = Vec::new();
     let mut functions: HashMap<(String, Option<String>), u64> = HashMap::new();
-    let mut locations: HashMap<Vec<Label>, u64> = HashMap::new();
-    let mut mapping_msgs = Vec::new();
     let mut function_msgs = Vec::new();
     let mut location_msgs = Vec::new();
+    let mut loc_of: HashMap<u32, u64> = HashMap::new();
     let mut sample_msgs = Vec::new();
+    let (k_event, k_comm, k_pid) = (s("event"), s("comm"), s("pid"));
 
-    for (stack, n) in &p.stacks {
-        // A location is one frame: its functions (inlined ones first) at one offset.
-        let mut loc_ids = Vec::new();
-        let mut group: Vec<Label> = Vec::new();
-        let leaf_first: Vec<&Label> = stack.iter().rev().collect();
-        let mut i = 0;
-        while i < leaf_first.len() {
-            group.clear();
-            while i < leaf_first.len() {
-                group.push(leaf_first[i].clone());
-                i += 1;
-                if !group.last().is_some_and(|l| l.inlined) {
-                    break;
-                }
-            }
-            let next = locations.len() as u64 + 1;
-            let id = *locations.entry(group.clone()).or_insert_with(|| {
-                let outer = group.last().cloned().unwrap_or_else(|| group[0].clone());
-                let mapping = outer.module.as_ref().map(|m| {
-                    let key = (m.clone(), outer.build_id.clone());
-                    let next = mappings.len() as u64 + 1;
-                    *mappings.entry(key).or_insert_with(|| {
-                        let mut mp = Pb::default();
-                        mp.uint(1, next);
-                        mp.uint(3, u64::MAX >> 1);
-                        mp.uint(5, s(m));
-                        if let Some(b) = &outer.build_id {
-                            mp.uint(6, s(b));
-                        }
-                        mp.uint(7, 1);
-                        mapping_msgs.push(mp.0);
-                        next
-                    })
-                });
+    for e in &p.raw {
+        let mut loc_ids = Vec::with_capacity(e.frames.len());
+        for &pf in &e.frames {
+            let next = loc_of.len() as u64 + 1;
+            let id = *loc_of.entry(pf).or_insert_with(|| {
+                let f = &p.frames[pf as usize];
                 let mut loc = Pb::default();
                 loc.uint(1, next);
-                if let Some(m) = mapping {
-                    loc.uint(2, m);
+                if let Some(m) = &f.module {
+                    let key = (m.clone(), f.build_id.clone());
+                    let n = mappings.len() as u64 + 1;
+                    let entry = mappings.entry(key.clone()).or_insert_with(|| {
+                        mapping_order.push(key);
+                        (n, false)
+                    });
+                    entry.1 |= f.syms.is_some();
+                    loc.uint(2, entry.0);
                 }
-                if let Some(off) = outer.offset {
+                if let Some(off) = f.offset {
                     loc.uint(3, off);
                 }
-                for l in &group {
-                    let key = (l.name.clone(), l.source.clone());
+                let mut lines: Vec<(String, Option<String>, u32)> = Vec::new();
+                match &f.syms {
+                    Some(syms) => {
+                        for sy in syms.iter() {
+                            lines.push((
+                                crate::stacks::escape(&sy.name),
+                                sy.file.clone(),
+                                sy.line.unwrap_or(0),
+                            ));
+                        }
+                    }
+                    // A frame no file can be found for is named as the other outputs name
+                    // it; one in a file of a mapping is left for pprof to symbolize.
+                    None if f.module.is_none() => lines.push((f.fallback.clone(), None, 0)),
+                    None => {}
+                }
+                for (name, src, line) in lines {
+                    let key = (name.clone(), src.clone());
                     let fnext = functions.len() as u64 + 1;
                     let fid = *functions.entry(key).or_insert_with(|| {
-                        let mut f = Pb::default();
-                        f.uint(1, fnext);
-                        f.uint(2, s(&l.name));
-                        f.uint(3, s(&l.name));
-                        if let Some(src) = &l.source {
-                            f.uint(4, s(src));
+                        let mut fm = Pb::default();
+                        fm.uint(1, fnext);
+                        fm.uint(2, s(&name));
+                        fm.uint(3, s(&name));
+                        if let Some(src) = &src {
+                            fm.uint(4, s(src));
                         }
-                        function_msgs.push(f.0);
+                        function_msgs.push(fm.0);
                         fnext
                     });
-                    let mut line = Pb::default();
-                    line.uint(1, fid);
-                    line.uint(2, u64::from(l.line.unwrap_or(0)));
-                    loc.bytes(4, &line.0);
+                    let mut lm = Pb::default();
+                    lm.uint(1, fid);
+                    lm.uint(2, u64::from(line));
+                    loc.bytes(4, &lm.0);
                 }
                 location_msgs.push(loc.0);
                 next
@@ -374,8 +557,36 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
         }
         let mut sm = Pb::default();
         sm.packed(1, &loc_ids);
-        sm.packed(2, &[*n]);
+        sm.packed(2, &[e.count]);
+        let task = &p.labels[e.task as usize].name;
+        let (comm, pid) = task.rsplit_once('-').unwrap_or((task.as_str(), "0"));
+        for (k, v, num) in [
+            (k_event, s(&p.labels[e.event as usize].name), None),
+            (k_comm, s(comm), None),
+            (k_pid, 0, pid.parse::<i64>().ok()),
+        ] {
+            let mut lm = Pb::default();
+            lm.uint(1, k);
+            lm.uint(2, v);
+            if let Some(n) = num {
+                lm.uint(3, n as u64);
+            }
+            sm.bytes(3, &lm.0);
+        }
         sample_msgs.push(sm.0);
+    }
+    let mut mapping_msgs = Vec::new();
+    for key in &mapping_order {
+        let (id, has_functions) = mappings[key];
+        let mut mp = Pb::default();
+        mp.uint(1, id);
+        mp.uint(3, u64::MAX >> 1);
+        mp.uint(5, s(&key.0));
+        if let Some(b) = &key.1 {
+            mp.uint(6, s(b));
+        }
+        mp.uint(7, u64::from(has_functions));
+        mapping_msgs.push(mp.0);
     }
     for m in &sample_msgs {
         msg.bytes(2, m);
@@ -394,7 +605,7 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
     }
     msg.uint(9, p.first_ts);
     msg.uint(10, p.last_ts.saturating_sub(p.first_ts));
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     // Writing to a Vec cannot fail.
     let _ = gz.write_all(&msg.0);
     gz.finish().unwrap_or_default()
