@@ -14,7 +14,7 @@ use ustack::{join, output};
 
 const USAGE: &str = "\
 usage: ustack [OPTIONS] [-i] [TRACE]
-       ustack --bench [STACKS [DEPTH [DISTINCT]]]
+       ustack --bench [STACKS [DEPTH [OFFSETS [DISTINCT_STACKS]]]]
 
 TRACE (or -i TRACE; trace.dat if none) is a trace.dat from trace-cmd record (file
 version 6 or 7, compressed or not) or the text of /sys/kernel/tracing/trace. Without an
@@ -168,15 +168,23 @@ fn quiet_on_pipe(e: std::io::Error) -> Error {
     Error::from(e)
 }
 
-fn write_out(dest: &str, data: &[u8]) -> Result<()> {
+/// Write one output to `dest` (`-`: standard output).
+fn write_out(
+    dest: &str,
+    f: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<()> {
+    use std::io::Write;
     if dest == "-" {
-        use std::io::Write;
-        let mut o = std::io::stdout().lock();
-        o.write_all(data).map_err(quiet_on_pipe)?;
+        let mut o = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        f(&mut o).map_err(quiet_on_pipe)?;
         o.flush().map_err(quiet_on_pipe)?;
         return Ok(());
     }
-    std::fs::write(dest, data).map_err(|e| Error::new(format!("{dest}: {e}")))
+    let err = |e: std::io::Error| Error::new(format!("{}: {e}", escape(dest)));
+    let file = std::fs::File::create(dest).map_err(err)?;
+    let mut o = std::io::BufWriter::with_capacity(1 << 16, file);
+    f(&mut o).map_err(err)?;
+    o.flush().map_err(err)
 }
 
 /// The input, mapped: a trace.dat's pages are read as they are walked and dropped after.
@@ -270,7 +278,8 @@ impl Progress {
 fn run(a: Args) -> Result<bool> {
     if let Some(b) = &a.bench {
         let get = |i: usize, d: usize| b.get(i).copied().unwrap_or(d);
-        ustack::bench::run(get(0, 100_000), get(1, 32), get(2, 4096))?;
+        let stacks = get(0, 100_000);
+        ustack::bench::run(stacks, get(1, 32), get(2, 4096), get(3, stacks))?;
         return Ok(true);
     }
     let path = a
@@ -318,16 +327,18 @@ fn run(a: Args) -> Result<bool> {
         outputs.push(("report".into(), "-".into()));
     }
     for (kind, dest) in &outputs {
-        let data = match kind.as_str() {
-            "report" => output::report(&p, &a.view).into_bytes(),
-            "folded" => output::folded(&p, a.view.task).into_bytes(),
-            "svg" => {
-                output::svg(&p, &format!("ustack: {}", escape(&name)), a.view.task).into_bytes()
-            }
-            "speedscope" => output::speedscope(&p, &name, a.view.task).into_bytes(),
-            _ => output::pprof(&p),
-        };
-        write_out(dest, &data)?;
+        let task = a.view.task;
+        match kind.as_str() {
+            "report" => write_out(dest, |w| {
+                w.write_all(output::report(&p, &a.view).as_bytes())
+            })?,
+            "folded" => write_out(dest, |w| output::write_folded(&p, task, w))?,
+            "svg" => write_out(dest, |w| {
+                w.write_all(output::svg(&p, &format!("ustack: {}", escape(&name)), task).as_bytes())
+            })?,
+            "speedscope" => write_out(dest, |w| output::write_speedscope(&p, &name, task, w))?,
+            _ => write_out(dest, |w| w.write_all(&output::pprof(&p)))?,
+        }
     }
     let mut clean = summary.damage.is_empty();
     if !a.quiet {

@@ -66,18 +66,24 @@ impl Default for View {
 }
 
 /// `a;b;c N` lines, the input of the flame graph tools: one line per stack as shown.
-pub fn folded(p: &Profile, task: bool) -> String {
-    let mut out = String::new();
-    for (stack, n) in p.text_stacks(task) {
+pub fn write_folded(p: &Profile, task: bool, w: &mut dyn Write) -> std::io::Result<()> {
+    for (stack, n) in p.text_stacks(task).iter() {
         for (i, t) in stack.iter().enumerate() {
             if i > 0 {
-                out.push(';');
+                w.write_all(b";")?;
             }
-            out.push_str(&p.texts[*t as usize]);
+            w.write_all(p.texts[*t as usize].as_bytes())?;
         }
-        let _ = writeln!(out, " {n}");
+        writeln!(w, " {n}")?;
     }
-    out
+    Ok(())
+}
+
+/// [`write_folded`] to a string.
+pub fn folded(p: &Profile, task: bool) -> String {
+    let mut v = Vec::new();
+    let _ = write_folded(p, task, &mut v);
+    String::from_utf8(v).unwrap_or_default()
 }
 
 fn pct(n: u64, total: u64) -> f64 {
@@ -93,49 +99,80 @@ pub fn report(p: &Profile, v: &View) -> String {
     let _ = writeln!(out, "# Samples: {}  Stacks: {}", p.samples, stacks.len());
     // The function view: a key per label of each stack, counted once per stack
     // (children), and for its innermost frame (self).
-    let key_of = |e: &crate::stacks::Entry, l: &Label| -> Vec<String> {
-        v.sort
-            .iter()
-            .map(|k| match k {
-                SortKey::Function => {
-                    if l.inlined {
-                        format!("{} (inlined)", l.name)
-                    } else {
-                        l.name.clone()
-                    }
+    // A row's key: the label's part (function, file), interned once per label, and the
+    // task's part (pid, for comm and pid).
+    let by_task = v
+        .sort
+        .iter()
+        .any(|k| matches!(k, SortKey::Comm | SortKey::Pid));
+    let mut part_ids: HashMap<(String, String), u32> = HashMap::new();
+    let mut parts: Vec<(String, String)> = Vec::new();
+    let label_part: Vec<u32> = p
+        .labels
+        .iter()
+        .map(|l| {
+            let f = if v.sort.contains(&SortKey::Function) {
+                if l.inlined {
+                    format!("{} (inlined)", l.name)
+                } else {
+                    l.name.clone()
                 }
-                SortKey::File => l
-                    .module
+            } else {
+                String::new()
+            };
+            let m = if v.sort.contains(&SortKey::File) {
+                l.module
                     .as_deref()
                     .map(|m| m.rsplit('/').next().unwrap_or(m).to_string())
-                    .unwrap_or_else(|| "[unknown]".into()),
-                SortKey::Comm => p
-                    .comms
-                    .get(&e.pid)
-                    .map(|c| crate::stacks::escape(c))
-                    .unwrap_or_else(|| "?".into()),
-                SortKey::Pid => e.pid.to_string(),
+                    .unwrap_or_else(|| "[unknown]".into())
+            } else {
+                String::new()
+            };
+            let k = (f, m);
+            *part_ids.entry(k.clone()).or_insert_with(|| {
+                parts.push(k);
+                parts.len() as u32 - 1
             })
-            .collect()
-    };
-    let mut rows: HashMap<Vec<String>, (u64, u64)> = HashMap::new();
+        })
+        .collect();
+    let mut counts: HashMap<(u32, i32), (u64, u64)> = HashMap::new();
+    let mut keys: Vec<(u32, i32)> = Vec::new();
     for e in &p.entries {
-        let mut keys: Vec<Vec<String>> = e
-            .frames
-            .iter()
-            .map(|&l| key_of(e, &p.labels[l as usize]))
-            .collect();
-        let inner = keys.last().cloned();
-        keys.sort();
+        let pid = if by_task { e.pid } else { 0 };
+        keys.clear();
+        keys.extend(e.frames.iter().map(|&l| (label_part[l as usize], pid)));
+        let inner = keys.last().copied();
+        keys.sort_unstable();
         keys.dedup();
-        for k in keys {
-            rows.entry(k).or_default().0 += e.count;
+        for k in &keys {
+            counts.entry(*k).or_default().0 += e.count;
         }
         if let Some(k) = inner {
-            rows.entry(k).or_default().1 += e.count;
+            counts.entry(k).or_default().1 += e.count;
         }
     }
-    let mut rows: Vec<(Vec<String>, (u64, u64))> = rows.into_iter().collect();
+    let rows: Vec<(Vec<String>, (u64, u64))> = counts
+        .into_iter()
+        .map(|((part, pid), c)| {
+            let (f, m) = &parts[part as usize];
+            let k = v
+                .sort
+                .iter()
+                .map(|k| match k {
+                    SortKey::Function => f.clone(),
+                    SortKey::File => m.clone(),
+                    SortKey::Comm => p
+                        .comms
+                        .get(&pid)
+                        .map(|c| crate::stacks::escape(c))
+                        .unwrap_or_else(|| "?".into()),
+                    SortKey::Pid => pid.to_string(),
+                })
+                .collect();
+            (k, c)
+        })
+        .collect();
+    let mut rows = rows;
     rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let shown: Vec<_> = rows
         .iter()
@@ -285,12 +322,25 @@ fn color(name: &str) -> String {
 /// children sorted by name, the full name and count in a tooltip. The stacks are walked
 /// in name order with the open frames on a list, not by recursion: any depth is drawn.
 pub fn svg(p: &Profile, title: &str, task: bool) -> String {
-    let mut stacks = p.text_stacks(task);
-    stacks.sort_by(|a, b| {
-        let ta = a.0.iter().map(|&t| &p.texts[t as usize]);
-        let tb = b.0.iter().map(|&t| &p.texts[t as usize]);
-        ta.cmp(tb)
-    });
+    let all = p.text_stacks(task);
+    // Each text's rank in name order, to sort the stacks by name cheaply.
+    let mut by_name: Vec<u32> = (0..p.texts.len() as u32).collect();
+    by_name.sort_unstable_by(|a, b| p.texts[*a as usize].cmp(&p.texts[*b as usize]));
+    let mut rank = vec![0u32; p.texts.len()];
+    for (r, t) in by_name.iter().enumerate() {
+        rank[*t as usize] = r as u32;
+    }
+    let mut stacks: Vec<(Vec<u32>, u64)> = all
+        .iter()
+        .map(|(s, n)| (s.iter().map(|t| rank[*t as usize]).collect(), *n))
+        .collect();
+    stacks.sort_unstable();
+    // Back to text ids.
+    for (s, _) in stacks.iter_mut() {
+        for t in s.iter_mut() {
+            *t = by_name[*t as usize];
+        }
+    }
     let total: u64 = stacks.iter().map(|s| s.1).sum();
     let levels = 1 + stacks.iter().map(|s| s.0.len()).max().unwrap_or(0);
     let (width, row, pad) = (1200.0f64, 16.0f64, 10.0f64);
@@ -374,55 +424,82 @@ pub fn svg(p: &Profile, title: &str, task: bool) -> String {
 }
 
 /// Speedscope's file format: shared frames and one sampled profile, stacks root first.
-pub fn speedscope(p: &Profile, name: &str, task: bool) -> String {
-    let mut frames: Vec<serde_json::Value> = Vec::new();
-    let mut index: HashMap<u32, usize> = HashMap::new();
+pub fn write_speedscope(
+    p: &Profile,
+    name: &str,
+    task: bool,
+    w: &mut dyn Write,
+) -> std::io::Result<()> {
+    let js = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
     // A text's file and line, from its first label.
     let mut where_: HashMap<u32, &Label> = HashMap::new();
     for (l, &t) in p.label_text.iter().enumerate() {
         where_.entry(t).or_insert(&p.labels[l]);
     }
-    let mut samples = Vec::new();
-    let mut weights = Vec::new();
-    for (stack, n) in p.text_stacks(task) {
-        let ids: Vec<usize> = stack
-            .iter()
-            .map(|&t| {
-                *index.entry(t).or_insert_with(|| {
-                    let mut f = serde_json::json!({ "name": p.texts[t as usize] });
-                    if let Some(l) = where_.get(&t) {
-                        if let Some(s) = &l.source {
-                            f["file"] = s.clone().into();
-                        }
-                        if let Some(line) = l.line {
-                            f["line"] = line.into();
-                        }
-                    }
-                    frames.push(f);
-                    frames.len() - 1
-                })
-            })
-            .collect();
-        samples.push(ids);
-        weights.push(n);
+    let stacks = p.text_stacks(task);
+    // Frames in order of first use.
+    let mut index: HashMap<u32, usize> = HashMap::new();
+    let mut order: Vec<u32> = Vec::new();
+    for (stack, _) in stacks.iter() {
+        for &t in stack {
+            index.entry(t).or_insert_with(|| {
+                order.push(t);
+                order.len() - 1
+            });
+        }
     }
-    let doc = serde_json::json!({
-        "$schema": "https://www.speedscope.app/file-format-schema.json",
-        "exporter": "ustack",
-        "name": name,
-        "activeProfileIndex": 0,
-        "shared": { "frames": frames },
-        "profiles": [{
-            "type": "sampled",
-            "name": name,
-            "unit": "none",
-            "startValue": 0,
-            "endValue": p.samples,
-            "samples": samples,
-            "weights": weights,
-        }],
-    });
-    doc.to_string()
+    write!(
+        w,
+        "{{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"ustack\",\"name\":{},\"activeProfileIndex\":0,\"shared\":{{\"frames\":[",
+        js(name)
+    )?;
+    for (i, t) in order.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        write!(w, "{{\"name\":{}", js(&p.texts[*t as usize]))?;
+        if let Some(l) = where_.get(t) {
+            if let Some(s) = &l.source {
+                write!(w, ",\"file\":{}", js(s))?;
+            }
+            if let Some(line) = l.line {
+                write!(w, ",\"line\":{line}")?;
+            }
+        }
+        w.write_all(b"}")?;
+    }
+    write!(
+        w,
+        "]}},\"profiles\":[{{\"type\":\"sampled\",\"name\":{},\"unit\":\"none\",\"startValue\":0,\"endValue\":{},\"samples\":[",
+        js(name),
+        p.samples
+    )?;
+    for (i, (stack, _)) in stacks.iter().enumerate() {
+        w.write_all(if i > 0 { b",[" } else { b"[" })?;
+        for (j, t) in stack.iter().enumerate() {
+            if j > 0 {
+                w.write_all(b",")?;
+            }
+            write!(w, "{}", index[t])?;
+        }
+        w.write_all(b"]")?;
+    }
+    w.write_all(b"],\"weights\":[")?;
+    for (i, (_, n)) in stacks.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        write!(w, "{n}")?;
+    }
+    w.write_all(b"]}]}")?;
+    Ok(())
+}
+
+/// [`write_speedscope`] to a string.
+pub fn speedscope(p: &Profile, name: &str, task: bool) -> String {
+    let mut v = Vec::new();
+    let _ = write_speedscope(p, name, task, &mut v);
+    String::from_utf8(v).unwrap_or_default()
 }
 
 /// A protobuf message being written: fields by number, varints and byte strings.

@@ -9,11 +9,51 @@
 //! `file:line` with `--lines`) for the report, by text for folded stacks, flame graphs and
 //! speedscope. pprof keeps the offsets.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 use crate::join::{FileInfo, Frame, Sample};
 use crate::symbolize::{Sym, Symbolizer};
+
+/// A fast hash for the stack tables (the multiply-rotate of rustc's FxHasher): their keys
+/// are ids the tool assigned, not text from the trace.
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl IdHasher {
+    fn add(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+pub type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// Control characters (a newline in a file name, a terminal escape) as `\n`, `\x1b`: every
 /// name reaches the text outputs through this.
@@ -133,10 +173,10 @@ pub struct Aggregator {
     file_ptr: HashMap<usize, u32>,
     file_content: HashMap<(String, Vec<u8>), u32>,
     fkeys: Vec<FKey>,
-    fkey_ids: HashMap<FKey, u32>,
+    fkey_ids: IdMap<FKey, u32>,
     strings: Vec<Rc<str>>,
     string_ids: HashMap<Rc<str>, u32>,
-    stacks: HashMap<RawStack, u64>,
+    stacks: IdMap<RawStack, u64>,
     /// Samples kept, and seen before the filter.
     pub samples: u64,
     pub seen: u64,
@@ -245,11 +285,23 @@ impl Aggregator {
             .map(|f| (!f.build_id.is_empty()).then(|| crate::symbolize::hex(&f.build_id)))
             .collect();
         // (frame key, return address, pid for anonymous frames) -> symbolized frame.
-        let mut pf_ids: HashMap<(u32, bool, i32), u32> = HashMap::new();
+        let mut pf_ids: IdMap<(u32, bool, i32), u32> = IdMap::default();
         let mut pf_labels: Vec<Vec<u32>> = Vec::new();
-        let mut entries: HashMap<(u32, i32, u32, bool, Vec<u32>), u64> = HashMap::new();
+        let mut entries: IdMap<(u32, i32, u32, bool, Vec<u32>), u64> = IdMap::default();
         let mut stacks: Vec<(RawStack, u64)> = self.stacks.into_iter().collect();
-        stacks.sort_by(|a, b| b.1.cmp(&a.1));
+        // Most frequent first, then in the order of the trace's first frames: the order
+        // labels are numbered in, and so ties are broken in, is the same every run.
+        stacks.sort_unstable_by(|a, b| {
+            b.1.cmp(&a.1).then_with(|| {
+                (a.0.event, a.0.pid, a.0.comm, a.0.complete, &a.0.frames).cmp(&(
+                    b.0.event,
+                    b.0.pid,
+                    b.0.comm,
+                    b.0.complete,
+                    &b.0.frames,
+                ))
+            })
+        });
         for (raw, count) in stacks {
             let mut frames: Vec<u32> = Vec::new();
             let mut pfs = Vec::with_capacity(raw.frames.len());
@@ -361,7 +413,7 @@ impl Aggregator {
                 count,
             })
             .collect();
-        p.entries.sort_by(|a, b| {
+        p.entries.sort_unstable_by(|a, b| {
             b.count
                 .cmp(&a.count)
                 .then_with(|| (a.event, a.pid, &a.frames).cmp(&(b.event, b.pid, &b.frames)))
@@ -454,6 +506,8 @@ pub struct Profile {
     pub samples: u64,
     pub first_ts: u64,
     pub last_ts: u64,
+    /// The text stacks of the last call, for the next output.
+    text_cache: RefCell<Option<(bool, Rc<Vec<(Vec<u32>, u64)>>)>>,
 }
 
 impl Profile {
@@ -477,45 +531,57 @@ impl Profile {
     }
 
     /// Stacks of labels, root first (event, the task if `task`, outermost frame first),
-    /// counted by label, most frequent first.
+    /// counted by label, most frequent first (ties in label order).
     pub fn label_stacks(&self, task: bool) -> Vec<(Vec<u32>, u64)> {
-        let mut m: HashMap<Vec<u32>, u64> = HashMap::new();
+        let mut v = self.label_stacks_unsorted(task);
+        v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
+
+    fn label_stacks_unsorted(&self, task: bool) -> Vec<(Vec<u32>, u64)> {
+        if task {
+            // Every entry is one (event, task, frames) already.
+            return self
+                .entries
+                .iter()
+                .map(|e| {
+                    let mut s = Vec::with_capacity(e.frames.len() + 2);
+                    s.push(e.event);
+                    s.push(e.task);
+                    s.extend_from_slice(&e.frames);
+                    (s, e.count)
+                })
+                .collect();
+        }
+        let mut m: IdMap<Vec<u32>, u64> = IdMap::default();
         for e in &self.entries {
-            let mut s = Vec::with_capacity(e.frames.len() + 2);
+            let mut s = Vec::with_capacity(e.frames.len() + 1);
             s.push(e.event);
-            if task {
-                s.push(e.task);
-            }
             s.extend_from_slice(&e.frames);
             *m.entry(s).or_default() += e.count;
         }
-        let mut v: Vec<(Vec<u32>, u64)> = m.into_iter().collect();
-        v.sort_by(|a, b| {
-            b.1.cmp(&a.1).then_with(|| {
-                let ta = a.0.iter().map(|&l| &self.labels[l as usize]);
-                let tb = b.0.iter().map(|&l| &self.labels[l as usize]);
-                ta.cmp(tb)
-            })
-        });
-        v
+        m.into_iter().collect()
     }
 
     /// Stacks of texts (indices into `texts`), root first, counted by text, most frequent
     /// first: what folded stacks, flame graphs and speedscope show.
-    pub fn text_stacks(&self, task: bool) -> Vec<(Vec<u32>, u64)> {
-        let mut m: HashMap<Vec<u32>, u64> = HashMap::new();
-        for (s, n) in self.label_stacks(task) {
-            let t: Vec<u32> = s.iter().map(|&l| self.label_text[l as usize]).collect();
-            *m.entry(t).or_default() += n;
+    pub fn text_stacks(&self, task: bool) -> Rc<Vec<(Vec<u32>, u64)>> {
+        if let Some((t, v)) = &*self.text_cache.borrow() {
+            if *t == task {
+                return Rc::clone(v);
+            }
+        }
+        let mut m: IdMap<Vec<u32>, u64> = IdMap::default();
+        for (mut s, n) in self.label_stacks_unsorted(task) {
+            for l in s.iter_mut() {
+                *l = self.label_text[*l as usize];
+            }
+            *m.entry(s).or_default() += n;
         }
         let mut v: Vec<(Vec<u32>, u64)> = m.into_iter().collect();
-        v.sort_by(|a, b| {
-            b.1.cmp(&a.1).then_with(|| {
-                let ta = a.0.iter().map(|&t| &self.texts[t as usize]);
-                let tb = b.0.iter().map(|&t| &self.texts[t as usize]);
-                ta.cmp(tb)
-            })
-        });
+        v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let v = Rc::new(v);
+        *self.text_cache.borrow_mut() = Some((task, Rc::clone(&v)));
         v
     }
 }
