@@ -259,7 +259,6 @@ impl<'a> DatStream<'a> {
         let endian = t.endian;
         let r = &mut readers[i];
         let q = &mut queues[i];
-        let mut page_no = 0usize;
         while q.is_empty() {
             let mut res = Ok(Missed::None);
             let cpu = r.cpu;
@@ -279,7 +278,6 @@ impl<'a> DatStream<'a> {
                     break;
                 }
             }
-            page_no += 1;
             match res {
                 Ok(Missed::None) => {}
                 Ok(Missed::Count(n)) => *lost += n,
@@ -292,7 +290,6 @@ impl<'a> DatStream<'a> {
                 }
             }
         }
-        let _ = page_no;
         let pos = readers[i].position();
         if pos >= self.released[i] + (1 << 20) || readers[i].done {
             if let Some(f) = self.release.as_mut() {

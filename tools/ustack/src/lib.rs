@@ -71,7 +71,7 @@ pub struct Loaded {
 
 /// The events of a trace, read as they are asked for.
 pub enum Source<'a> {
-    Dat(events::DatStream<'a>),
+    Dat(Box<events::DatStream<'a>>),
     Text(events::TextStream<'a>),
 }
 
@@ -164,7 +164,7 @@ fn not_a_trace(bytes: &[u8]) -> Option<&'static str> {
 pub fn open(bytes: &[u8]) -> Result<Source<'_>> {
     if tracedat::is_trace_dat(bytes) {
         let t = tracedat::TraceDat::parse(bytes)?;
-        return Ok(Source::Dat(events::DatStream::new(t, bytes)?));
+        return Ok(Source::Dat(Box::new(events::DatStream::new(t, bytes)?)));
     }
     if bytes.is_empty() {
         return Err(error::Error::new("empty file"));

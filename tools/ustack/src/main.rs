@@ -299,7 +299,7 @@ fn run(a: Args) -> Result<bool> {
     while let Some(e) = src.next() {
         joiner.push(e, &mut |s| agg.add(&s));
         n += 1;
-        if n % 65536 == 0 {
+        if n.is_multiple_of(65536) {
             let read = src.bytes_read();
             let d = agg.distinct();
             progress.tick(|| {

@@ -53,6 +53,9 @@ impl IdHasher {
     }
 }
 
+/// Stacks (ids, root first) and their counts.
+pub type Stacks = Vec<(Vec<u32>, u64)>;
+
 pub type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// Control characters (a newline in a file name, a terminal escape) as `\n`, `\x1b`: every
@@ -507,7 +510,7 @@ pub struct Profile {
     pub first_ts: u64,
     pub last_ts: u64,
     /// The text stacks of the last call, for the next output.
-    text_cache: RefCell<Option<(bool, Rc<Vec<(Vec<u32>, u64)>>)>>,
+    text_cache: RefCell<Option<(bool, Rc<Stacks>)>>,
 }
 
 impl Profile {
@@ -565,7 +568,7 @@ impl Profile {
 
     /// Stacks of texts (indices into `texts`), root first, counted by text, most frequent
     /// first: what folded stacks, flame graphs and speedscope show.
-    pub fn text_stacks(&self, task: bool) -> Rc<Vec<(Vec<u32>, u64)>> {
+    pub fn text_stacks(&self, task: bool) -> Rc<Stacks> {
         if let Some((t, v)) = &*self.text_cache.borrow() {
             if *t == task {
                 return Rc::clone(v);
@@ -594,4 +597,23 @@ pub fn profile(samples: &[Sample], sym: &mut Symbolizer, filter: &Filter, lines:
         a.add(s);
     }
     a.profile(sym, lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_as_folded_text() {
+        let l = Label {
+            name: escape("inl;ined\n"),
+            module: None,
+            source: Some("/src/a.h".into()),
+            line: Some(7),
+            inlined: true,
+            synthetic: false,
+        };
+        assert_eq!(l.text(), "inl:ined\\n_[i] (a.h:7)");
+        assert_eq!(escape("a\x1b[0m\tb"), "a\\x1b[0m\\tb");
+    }
 }

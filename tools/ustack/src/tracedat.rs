@@ -122,7 +122,13 @@ pub fn unzstd(data: &[u8], size: usize, at: u64) -> Result<Vec<u8>> {
     dec.take(size as u64 + 1)
         .read_to_end(&mut out)
         .map_err(|e| Error::at(format!("zstd: {e}"), at))?;
-    if out.len() != size {
+    if out.len() > size {
+        return Err(Error::at(
+            format!("zstd: more than the {size} bytes the header said"),
+            at,
+        ));
+    }
+    if out.len() < size {
         return Err(Error::at(
             format!("zstd: {} bytes, the header said {size}", out.len()),
             at,
@@ -646,5 +652,35 @@ impl CpuReader {
                 Ok(true)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ruzstd::encoding::{compress_to_vec, CompressionLevel};
+
+    #[test]
+    fn zstd_sizes_are_bounded() {
+        let page: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+        let z = compress_to_vec(&page[..], CompressionLevel::Fastest);
+        assert_eq!(unzstd(&z, 4096, 0x10).unwrap(), page);
+        // A flipped size word: an error, not a 4 GiB allocation.
+        let e = unzstd(&z, u32::MAX as usize, 0x10).unwrap_err();
+        assert!(e.msg.contains("declared from"), "{e}");
+        // A bomb: 16 MiB of zeros. Declared as a page, decompression stops after it;
+        // declared as what it is, it expands more than trace data can.
+        let bomb = compress_to_vec(std::io::repeat(0).take(16 << 20), CompressionLevel::Fastest);
+        assert!(bomb.len() < 16 << 10, "{}", bomb.len());
+        let e = unzstd(&bomb, 4096, 0).unwrap_err();
+        assert_eq!(e.msg, "zstd: more than the 4096 bytes the header said");
+        let e = unzstd(&bomb, 16 << 20, 0).unwrap_err();
+        assert!(e.msg.contains("more than 1024 times"), "{e}");
+        // A frame header that asks for a huge window.
+        let mut big = z.clone();
+        big[4] = 0; // not single-segment, no checksum, no dictionary
+        big.insert(5, 31 << 3); // window log 41
+        let e = unzstd(&big, 4096, 0).unwrap_err();
+        assert!(e.msg.contains("a window of"), "{e}");
     }
 }
