@@ -24,7 +24,8 @@ Outputs (each FILE may be - for standard output, for one of them):
   --report FILE        functions (self, children) and top stacks, perf report style
   -o FILE              the report to FILE
   --folded FILE        folded stacks, 'event;outer;...;inner COUNT', for flame graph tools
-  --svg FILE           a flame graph
+  --svg FILE           a flame graph (click to zoom, search)
+  --diff BASE          the flame graph coloured by the change from trace BASE
   --speedscope FILE    speedscope JSON
   --pprof FILE         pprof profile.proto, gzipped
   --top N              stacks in the report (default 10)
@@ -61,6 +62,7 @@ struct Args {
     opts: Options,
     filter: Filter,
     bench: Option<Vec<usize>>,
+    diff: Option<PathBuf>,
 }
 
 /// An option's value, as given (a path).
@@ -117,6 +119,7 @@ fn parse_args() -> std::result::Result<Args, String> {
             Short('G') | Long("caller") | Long("inverted") => a.view.caller_first = true,
             Long("callee") => a.view.caller_first = false,
             Long("task") => a.view.task = true,
+            Long("diff") => a.diff = Some(os_value(&mut p)?.into()),
             Long("lines") => a.lines = true,
             Short('q') | Long("quiet") => a.quiet = true,
             Long("sysroot") => a.opts.sysroot = Some(os_value(&mut p)?.into()),
@@ -153,6 +156,9 @@ fn parse_args() -> std::result::Result<Args, String> {
             Value(_) => return Err("one trace at a time".into()),
             _ => return Err(arg.unexpected().to_string()),
         }
+    }
+    if a.diff.is_some() && !a.outputs.iter().any(|(k, _)| k == "svg") {
+        return Err("--diff BASE colours a flame graph: give --svg FILE too".into());
     }
     if a.outputs.iter().filter(|(_, d)| d == "-").count() > 1 {
         return Err("two outputs to standard output ('-'): give one of them a file".into());
@@ -275,26 +281,20 @@ impl Progress {
     }
 }
 
-fn run(a: Args) -> Result<bool> {
-    if let Some(b) = &a.bench {
-        let get = |i: usize, d: usize| b.get(i).copied().unwrap_or(d);
-        let stacks = get(0, 100_000);
-        ustack::bench::run(stacks, get(1, 32), get(2, 4096), get(3, stacks))?;
-        return Ok(true);
-    }
-    let path = a
-        .trace
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("trace.dat"));
+/// Read a trace, join it and count its samples.
+fn read_trace(
+    path: &std::path::Path,
+    filter: &Filter,
+    progress: &mut Progress,
+) -> Result<(Aggregator, join::Stats, ustack::Summary)> {
     let name = path.display().to_string();
-    let input = Input::open(&path)?;
+    let input = Input::open(path)?;
     let bytes = input.bytes();
     let total = bytes.len() as u64;
-    let mut src = ustack::open(bytes).map_err(|e| e.context(&name))?;
+    let mut src = ustack::open(bytes).map_err(|e| e.context(&escape(&name)))?;
     src.on_release(|s, e| input.release(s, e));
-    let mut progress = Progress::new(a.quiet);
     let mut joiner = join::Joiner::new();
-    let mut agg = Aggregator::new(a.filter.clone());
+    let mut agg = Aggregator::new(filter.clone());
     let mut n = 0u64;
     while let Some(e) = src.next() {
         joiner.push(e, &mut |s| agg.add(&s));
@@ -314,13 +314,35 @@ fn run(a: Args) -> Result<bool> {
     let st = joiner.finish(&mut |s| agg.add(&s));
     let summary = src.summary();
     drop(src);
-    if let Some(e) = summary.not_a_trace {
-        return Err(Error::new(e).context(&name));
+    if let Some(e) = &summary.not_a_trace {
+        return Err(Error::new(e.clone()).context(&escape(&name)));
     }
+    Ok((agg, st, summary))
+}
+
+fn run(a: Args) -> Result<bool> {
+    if let Some(b) = &a.bench {
+        let get = |i: usize, d: usize| b.get(i).copied().unwrap_or(d);
+        let stacks = get(0, 100_000);
+        ustack::bench::run(stacks, get(1, 32), get(2, 4096), get(3, stacks))?;
+        return Ok(true);
+    }
+    let path = a
+        .trace
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("trace.dat"));
+    let name = path.display().to_string();
+    let mut progress = Progress::new(a.quiet);
+    let (agg, st, summary) = read_trace(&path, &a.filter, &mut progress)?;
+    let base = match &a.diff {
+        Some(b) => Some(read_trace(b, &a.filter, &mut progress)?.0),
+        None => None,
+    };
     progress.tick(|| "symbolizing".to_string());
     let mut sym = Symbolizer::new(a.opts);
     let (kept, seen) = (agg.samples, agg.seen);
     let p = agg.profile(&mut sym, a.lines);
+    let base = base.map(|b| b.profile(&mut sym, a.lines));
     progress.done();
     let mut outputs = a.outputs;
     if outputs.is_empty() {
@@ -334,7 +356,20 @@ fn run(a: Args) -> Result<bool> {
             })?,
             "folded" => write_out(dest, |w| output::write_folded(&p, task, w))?,
             "svg" => write_out(dest, |w| {
-                w.write_all(output::svg(&p, &format!("ustack: {}", escape(&name)), task).as_bytes())
+                let svg = match (&base, &a.diff) {
+                    (Some(b), Some(bp)) => output::svg_diff(
+                        &p,
+                        b,
+                        &format!(
+                            "ustack: {} against {}",
+                            escape(&name),
+                            escape(&bp.display().to_string())
+                        ),
+                        task,
+                    ),
+                    _ => output::svg(&p, &format!("ustack: {}", escape(&name)), task),
+                };
+                w.write_all(svg.as_bytes())
             })?,
             "speedscope" => write_out(dest, |w| output::write_speedscope(&p, &name, task, w))?,
             _ => write_out(dest, |w| w.write_all(&output::pprof(&p)))?,
