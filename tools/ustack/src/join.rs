@@ -154,6 +154,11 @@ impl Joiner {
         Joiner::default()
     }
 
+    /// Stacks complete so far.
+    pub fn stacks(&self) -> usize {
+        self.st.stacks
+    }
+
     /// Take one event, in timestamp order.
     pub fn push(&mut self, e: Event, out: &mut impl FnMut(Sample)) {
         self.st.events += 1;

@@ -28,6 +28,7 @@ Outputs (each FILE may be - for standard output, for one of them):
   --diff BASE          the flame graph coloured by the change from trace BASE
   --speedscope FILE    speedscope JSON
   --pprof FILE         pprof profile.proto, gzipped
+  --perf-script FILE   perf script's text: each sample's event line, then its frames
   --top N              stacks in the report (default 10)
   --sort KEYS          the report's function view by these of function,file,comm,pid
                        (comma-separated; default function,file)
@@ -86,7 +87,7 @@ fn parse_args() -> std::result::Result<Args, String> {
     let mut p = lexopt::Parser::from_env();
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
-            Long(o @ ("report" | "folded" | "svg" | "speedscope" | "pprof")) => {
+            Long(o @ ("report" | "folded" | "svg" | "speedscope" | "pprof" | "perf-script")) => {
                 let o = o.to_string();
                 a.outputs.push((o, value(&mut p)?));
             }
@@ -286,6 +287,7 @@ fn read_trace(
     path: &std::path::Path,
     filter: &Filter,
     progress: &mut Progress,
+    mut sink: Option<&mut dyn FnMut(&join::Sample)>,
 ) -> Result<(Aggregator, join::Stats, ustack::Summary)> {
     let name = path.display().to_string();
     let input = Input::open(path)?;
@@ -296,22 +298,30 @@ fn read_trace(
     let mut joiner = join::Joiner::new();
     let mut agg = Aggregator::new(filter.clone());
     let mut n = 0u64;
+    let mut take = |s: join::Sample| {
+        if let Some(f) = sink.as_mut() {
+            if filter.keeps(&s) {
+                f(&s);
+            }
+        }
+        agg.add(&s);
+    };
     while let Some(e) = src.next() {
-        joiner.push(e, &mut |s| agg.add(&s));
+        joiner.push(e, &mut take);
         n += 1;
         if n.is_multiple_of(65536) {
             let read = src.bytes_read();
-            let d = agg.distinct();
+            let d = joiner.stacks();
             progress.tick(|| {
                 format!(
-                    "{:.0} of {:.0} MB, {n} events, {d} distinct stacks",
+                    "{:.0} of {:.0} MB, {n} events, {d} stacks",
                     read as f64 / 1e6,
                     total as f64 / 1e6
                 )
             });
         }
     }
-    let st = joiner.finish(&mut |s| agg.add(&s));
+    let st = joiner.finish(&mut take);
     let summary = src.summary();
     drop(src);
     if let Some(e) = &summary.not_a_trace {
@@ -333,13 +343,32 @@ fn run(a: Args) -> Result<bool> {
         .unwrap_or_else(|| PathBuf::from("trace.dat"));
     let name = path.display().to_string();
     let mut progress = Progress::new(a.quiet);
-    let (agg, st, summary) = read_trace(&path, &a.filter, &mut progress)?;
+    let mut sym = Symbolizer::new(a.opts.clone());
+    // perf script's text is written sample by sample, as the trace is read.
+    let (agg, st, summary) = match a.outputs.iter().find(|(k, _)| k == "perf-script") {
+        Some((_, dest)) => {
+            let mut r = None;
+            write_out(dest, |w| {
+                let mut err = None;
+                let mut sink = |s: &join::Sample| {
+                    if err.is_none() {
+                        if let Err(e) = output::perf_script_sample(s, &mut sym, w) {
+                            err = Some(e);
+                        }
+                    }
+                };
+                r = Some(read_trace(&path, &a.filter, &mut progress, Some(&mut sink)));
+                err.map_or(Ok(()), Err)
+            })?;
+            r.ok_or_else(|| Error::new("no trace read"))??
+        }
+        None => read_trace(&path, &a.filter, &mut progress, None)?,
+    };
     let base = match &a.diff {
-        Some(b) => Some(read_trace(b, &a.filter, &mut progress)?.0),
+        Some(b) => Some(read_trace(b, &a.filter, &mut progress, None)?.0),
         None => None,
     };
     progress.tick(|| "symbolizing".to_string());
-    let mut sym = Symbolizer::new(a.opts);
     let (kept, seen) = (agg.samples, agg.seen);
     let p = agg.profile(&mut sym, a.lines);
     let base = base.map(|b| b.profile(&mut sym, a.lines));
@@ -372,6 +401,7 @@ fn run(a: Args) -> Result<bool> {
                 w.write_all(svg.as_bytes())
             })?,
             "speedscope" => write_out(dest, |w| output::write_speedscope(&p, &name, task, w))?,
+            "perf-script" => {}
             _ => write_out(dest, |w| w.write_all(&output::pprof(&p)))?,
         }
     }
