@@ -42,6 +42,13 @@ pub enum Kind {
     Other {
         name: Rc<str>,
     },
+    /// `task:task_newtask`: task `child` was created by the event's task, as its thread
+    /// (CLONE_THREAD) or as a new process. A possible trigger too.
+    NewTask {
+        name: Rc<str>,
+        child: i32,
+        thread: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,12 +56,29 @@ pub struct Event {
     pub ts: u64,
     pub cpu: u32,
     pub pid: i32,
+    /// The task's thread group, when the trace says (the text's `(tgid)` column).
+    pub tgid: Option<i32>,
     pub comm: Option<Rc<str>>,
     pub kind: Kind,
 }
 
+impl Kind {
+    /// The name of an event that may trigger a stack.
+    pub fn trigger(&self) -> Option<&Rc<str>> {
+        match self {
+            Kind::Other { name } | Kind::NewTask { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// CLONE_THREAD, in task_newtask's clone_flags.
+const CLONE_THREAD: u64 = 0x10000;
+
 /// Field lookups of the module's events, resolved once from the file's formats.
 struct Layouts {
+    /// task:task_newtask's id, pid and clone_flags.
+    newtask: Option<(u16, Field, Field)>,
     cookie: Option<(u16, Field)>,
     stack: Option<StackFields>,
     file_cache: Option<FileCacheFields>,
@@ -125,7 +149,15 @@ impl Layouts {
             }
             None => None,
         };
+        let newtask = t.format_named("task", "task_newtask").and_then(|f| {
+            Some((
+                f.id,
+                f.field("pid")?.clone(),
+                f.field("clone_flags")?.clone(),
+            ))
+        });
         Ok(Layouts {
+            newtask,
             cookie,
             stack,
             file_cache,
@@ -357,12 +389,23 @@ fn decode_event(
         kind
     } else {
         // An event whose format the file does not have is skipped.
-        names.get(&id).map(|n| Kind::Other { name: Rc::clone(n) })
+        names.get(&id).map(|n| match &layouts.newtask {
+            Some((nid, child, flags)) if *nid == id => match (r.int(child), r.int(flags)) {
+                (Some(c), Some(f)) => Kind::NewTask {
+                    name: Rc::clone(n),
+                    child: c as i32,
+                    thread: f & CLONE_THREAD != 0,
+                },
+                _ => Kind::Other { name: Rc::clone(n) },
+            },
+            _ => Kind::Other { name: Rc::clone(n) },
+        })
     };
     Some(Event {
         ts,
         cpu,
         pid,
+        tgid: None,
         comm: comms.get(&pid).cloned(),
         kind: kind?,
     })
@@ -546,7 +589,14 @@ fn parse_frame_line(s: &str) -> Option<RawFrame> {
 fn parse_event_line(line: &str) -> Option<Event> {
     let open = line.find(" [")?;
     let close = open + line[open..].find(']')?;
-    let task = line[..open].trim();
+    let mut task = line[..open].trim();
+    // "comm-pid (tgid)" with the record-tgid option.
+    let mut tgid = None;
+    if let Some(t) = task.strip_suffix(')') {
+        let o = t.rfind('(')?;
+        tgid = t[o + 1..].trim().parse().ok();
+        task = t[..o].trim_end();
+    }
     let dash = task.rfind('-')?;
     let pid: i32 = task[dash + 1..].parse().ok()?;
     let comm = task[..dash].to_string();
@@ -595,12 +645,29 @@ fn parse_event_line(line: &str) -> Option<Event> {
             }
         }
         n if n.is_empty() || n.contains(' ') => return None,
+        "task_newtask" => {
+            let child = dec_field(body, "pid=")?;
+            let flags = u64::from_str_radix(
+                body.split("clone_flags=")
+                    .nth(1)?
+                    .split_whitespace()
+                    .next()?,
+                16,
+            )
+            .ok()?;
+            Kind::NewTask {
+                name: name.into(),
+                child: child as i32,
+                thread: flags & CLONE_THREAD != 0,
+            }
+        }
         n => Kind::Other { name: n.into() },
     };
     Some(Event {
         ts,
         cpu,
         pid,
+        tgid,
         comm: Some(comm.into()),
         kind,
     })
@@ -633,6 +700,12 @@ fn unhex(s: &str) -> Vec<u8> {
     (0..s.len() / 2)
         .map_while(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok())
         .collect()
+}
+
+/// A decimal `key=N` of an event's text.
+fn dec_field(body: &str, key: &str) -> Option<i64> {
+    let i = body.find(key)? + key.len();
+    body[i..].split_whitespace().next()?.parse().ok()
 }
 
 fn hex_field(body: &str, key: &str) -> Option<u64> {

@@ -58,6 +58,8 @@ pub struct Sample {
     pub ts: u64,
     pub cpu: u32,
     pub pid: i32,
+    /// The thread group, when the trace said (else the task is taken as its own).
+    pub tgid: Option<i32>,
     pub comm: Option<Rc<str>>,
     /// The triggering event's name.
     pub event: Rc<str>,
@@ -147,11 +149,18 @@ pub struct Joiner {
     orphan_stacks: HashSet<(i32, u64)>,
     unresolved: HashSet<u64>,
     cpus: HashMap<u32, CpuState>,
+    tgids: HashMap<i32, i32>,
 }
 
 impl Joiner {
     pub fn new() -> Self {
         Joiner::default()
+    }
+
+    /// The thread group of task `pid`: as the trace said (task_newtask, the text's tgid
+    /// column), else its own.
+    fn tgid(&self, pid: i32) -> i32 {
+        self.tgids.get(&pid).copied().unwrap_or(pid)
     }
 
     /// Stacks complete so far.
@@ -195,8 +204,8 @@ impl Joiner {
         // A cookie waiting for the event after it.
         let mut taken = false;
         if let Some((seq, pid)) = cpu.waiting.take() {
-            let trigger = match &e.kind {
-                Kind::Other { name } if e.pid == pid => {
+            let trigger = match e.kind.trigger() {
+                Some(name) if e.pid == pid => {
                     taken = true;
                     Some(Rc::clone(name))
                 }
@@ -204,8 +213,15 @@ impl Joiner {
             };
             self.set_trigger(seq, trigger, out);
         }
+        if let Some(t) = e.tgid {
+            self.tgids.insert(e.pid, t);
+        }
         match &e.kind {
             Kind::Other { .. } => {}
+            Kind::NewTask { child, thread, .. } => {
+                let t = if *thread { self.tgid(e.pid) } else { *child };
+                self.tgids.insert(*child, t);
+            }
             Kind::Cookie { cookie } => {
                 self.st.cookies += 1;
                 let seq = self.next_seq;
@@ -217,6 +233,7 @@ impl Joiner {
                             ts: e.ts,
                             cpu: e.cpu,
                             pid: e.pid,
+                            tgid: self.tgids.get(&e.pid).copied(),
                             comm: e.comm.clone(),
                             event: Rc::from("(unrecorded event)"),
                             cookie: *cookie,
@@ -300,8 +317,8 @@ impl Joiner {
             }
         }
         cpu.last = Some(Last {
-            trigger: match &e.kind {
-                Kind::Other { name } if !taken => Some(Rc::clone(name)),
+            trigger: match e.kind.trigger() {
+                Some(name) if !taken => Some(Rc::clone(name)),
                 _ => None,
             },
             pid: e.pid,
@@ -462,6 +479,7 @@ mod tests {
             ts,
             cpu,
             pid,
+            tgid: None,
             comm: Some("t".into()),
             kind,
         }

@@ -84,6 +84,8 @@ pub struct Summary {
     pub kind: &'static str,
     /// Set when the input turned out not to be a trace at all.
     pub not_a_trace: Option<String>,
+    /// The instances of the file that were not read.
+    pub other_instances: Vec<String>,
 }
 
 impl Iterator for Source<'_> {
@@ -125,6 +127,13 @@ impl<'a> Source<'a> {
                     "trace.dat v7"
                 },
                 not_a_trace: None,
+                other_instances: d
+                    .t
+                    .instances
+                    .iter()
+                    .filter(|i| Some(*i) != d.t.instance.as_ref())
+                    .cloned()
+                    .collect(),
             },
             Source::Text(t) => Summary {
                 clock: t.info.clock.clone(),
@@ -139,6 +148,7 @@ impl<'a> Source<'a> {
                         t.lines
                     )
                 }),
+                other_instances: Vec::new(),
             },
         }
     }
@@ -162,8 +172,13 @@ fn not_a_trace(bytes: &[u8]) -> Option<&'static str> {
 /// Start reading a trace.dat or the text of the `trace` file; the metadata is read and
 /// checked now, the events as they are asked for.
 pub fn open(bytes: &[u8]) -> Result<Source<'_>> {
+    open_instance(bytes, None)
+}
+
+/// [`open`], reading instance `instance` of a trace.dat (`None`: the top one).
+pub fn open_instance<'a>(bytes: &'a [u8], instance: Option<&str>) -> Result<Source<'a>> {
     if tracedat::is_trace_dat(bytes) {
-        let t = tracedat::TraceDat::parse(bytes)?;
+        let t = tracedat::TraceDat::parse_instance(bytes, instance)?;
         return Ok(Source::Dat(Box::new(events::DatStream::new(t, bytes)?)));
     }
     if bytes.is_empty() {
@@ -174,6 +189,11 @@ pub fn open(bytes: &[u8]) -> Result<Source<'_>> {
     }
     if let Some(what) = not_a_trace(bytes) {
         return Err(error::Error::new(what));
+    }
+    if let Some(i) = instance {
+        return Err(error::Error::new(format!(
+            "instance '{i}': the text of a trace file is one instance's"
+        )));
     }
     Ok(Source::Text(events::TextStream::new(bytes)))
 }

@@ -46,6 +46,13 @@ Finding the files (the paths are the traced machine's):
 
 Filters (repeatable; a sample passes if it matches one of each kind given):
   --pid PID  --comm COMM  --event NAME (system:event or event)
+  --tgid TGID          the threads of a process (from task:task_newtask events or the
+                       text's tgid column; a task not created in the trace is its own)
+  --cpu CPUS           the CPU of the sample's event: 0,2-3
+  --time START,END     trace seconds, as perf and trace-cmd print them (an end may be empty)
+
+Instances (trace-cmd record -B):
+  --instance NAME      read this instance's buffer instead of the top one
 
   -q, --quiet          no summary on standard error
   -V, --version        the version
@@ -64,6 +71,7 @@ struct Args {
     filter: Filter,
     bench: Option<Vec<usize>>,
     diff: Option<PathBuf>,
+    instance: Option<String>,
 }
 
 /// An option's value, as given (a path).
@@ -137,6 +145,21 @@ fn parse_args() -> std::result::Result<Args, String> {
                 .pids
                 .push(value(&mut p)?.parse().map_err(|_| "--pid wants a number")?),
             Long("comm") => a.filter.comms.push(value(&mut p)?),
+            Long("tgid") => a.filter.tgids.push(
+                value(&mut p)?
+                    .parse()
+                    .map_err(|_| "--tgid wants a number")?,
+            ),
+            Long("cpu") => a.filter.cpus.extend(
+                ustack::stacks::parse_cpus(&value(&mut p)?).ok_or("--cpu wants CPUs: 0,2-3")?,
+            ),
+            Long("time") => {
+                a.filter.time = Some(
+                    ustack::stacks::parse_time(&value(&mut p)?)
+                        .ok_or("--time wants START,END in trace seconds (either may be empty)")?,
+                )
+            }
+            Long("instance") => a.instance = Some(value(&mut p)?),
             Long("event") => a.filter.events.push(value(&mut p)?),
             Long("bench") => a.bench = Some(Vec::new()),
             Short('h') | Long("help") => {
@@ -286,6 +309,7 @@ impl Progress {
 fn read_trace(
     path: &std::path::Path,
     filter: &Filter,
+    instance: Option<&str>,
     progress: &mut Progress,
     mut sink: Option<&mut dyn FnMut(&join::Sample)>,
 ) -> Result<(Aggregator, join::Stats, ustack::Summary)> {
@@ -293,7 +317,7 @@ fn read_trace(
     let input = Input::open(path)?;
     let bytes = input.bytes();
     let total = bytes.len() as u64;
-    let mut src = ustack::open(bytes).map_err(|e| e.context(&escape(&name)))?;
+    let mut src = ustack::open_instance(bytes, instance).map_err(|e| e.context(&escape(&name)))?;
     src.on_release(|s, e| input.release(s, e));
     let mut joiner = join::Joiner::new();
     let mut agg = Aggregator::new(filter.clone());
@@ -357,15 +381,21 @@ fn run(a: Args) -> Result<bool> {
                         }
                     }
                 };
-                r = Some(read_trace(&path, &a.filter, &mut progress, Some(&mut sink)));
+                r = Some(read_trace(
+                    &path,
+                    &a.filter,
+                    a.instance.as_deref(),
+                    &mut progress,
+                    Some(&mut sink),
+                ));
                 err.map_or(Ok(()), Err)
             })?;
             r.ok_or_else(|| Error::new("no trace read"))??
         }
-        None => read_trace(&path, &a.filter, &mut progress, None)?,
+        None => read_trace(&path, &a.filter, a.instance.as_deref(), &mut progress, None)?,
     };
     let base = match &a.diff {
-        Some(b) => Some(read_trace(b, &a.filter, &mut progress, None)?.0),
+        Some(b) => Some(read_trace(b, &a.filter, a.instance.as_deref(), &mut progress, None)?.0),
         None => None,
     };
     progress.tick(|| "symbolizing".to_string());
@@ -462,6 +492,14 @@ fn run(a: Args) -> Result<bool> {
         );
     } else if kept == 0 {
         eprintln!("ustack: no sample matched the filters ({seen} samples in the trace)");
+    }
+    if !summary.other_instances.is_empty() {
+        let names: Vec<String> = summary.other_instances.iter().map(|i| escape(i)).collect();
+        eprintln!(
+            "ustack: {}: instances not read: {} (--instance NAME reads one)",
+            escape(&name),
+            names.join(", ")
+        );
     }
     for d in &summary.damage {
         eprintln!(

@@ -122,14 +122,25 @@ impl Label {
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     pub pids: Vec<i32>,
+    /// Thread groups: a sample's task's, as the trace says, else the task's own id.
+    pub tgids: Vec<i32>,
     pub comms: Vec<String>,
     pub events: Vec<String>,
+    /// The CPU the sample's event was recorded on.
+    pub cpus: Vec<u32>,
+    /// Trace time, nanoseconds, both ends included.
+    pub time: Option<(Option<u64>, Option<u64>)>,
 }
 
 impl Filter {
     pub fn keeps(&self, s: &Sample) -> bool {
         let short = s.event.rsplit(':').next().unwrap_or(&s.event);
         (self.pids.is_empty() || self.pids.contains(&s.pid))
+            && (self.tgids.is_empty() || self.tgids.contains(&s.tgid.unwrap_or(s.pid)))
+            && (self.cpus.is_empty() || self.cpus.contains(&s.cpu))
+            && self
+                .time
+                .is_none_or(|(a, b)| a.is_none_or(|a| s.ts >= a) && b.is_none_or(|b| s.ts <= b))
             && (self.comms.is_empty()
                 || s.comm
                     .as_ref()
@@ -138,8 +149,46 @@ impl Filter {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.pids.is_empty() && self.comms.is_empty() && self.events.is_empty()
+        self.pids.is_empty()
+            && self.tgids.is_empty()
+            && self.comms.is_empty()
+            && self.events.is_empty()
+            && self.cpus.is_empty()
+            && self.time.is_none()
     }
+}
+
+/// `START,END` in trace seconds (either may be empty), as perf and trace-cmd take it, to
+/// nanoseconds.
+pub fn parse_time(v: &str) -> Option<(Option<u64>, Option<u64>)> {
+    let (a, b) = v.split_once(',')?;
+    let secs = |x: &str| -> Option<Option<u64>> {
+        let x = x.trim();
+        if x.is_empty() {
+            return Some(None);
+        }
+        let f: f64 = x.parse().ok()?;
+        (f >= 0.0 && f.is_finite()).then(|| Some((f * 1e9).round() as u64))
+    };
+    Some((secs(a)?, secs(b)?))
+}
+
+/// `0,2-3` to CPU numbers.
+pub fn parse_cpus(v: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in v.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if b < a || b - a > 4096 {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.trim().parse().ok()?),
+        }
+    }
+    Some(out)
 }
 
 fn base(path: &str) -> &str {

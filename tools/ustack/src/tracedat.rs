@@ -60,6 +60,10 @@ pub struct TraceDat {
     pub lost: u64,
     /// What went wrong part way through the event data: the events before it were read.
     pub damage: Vec<Error>,
+    /// The instances (`trace-cmd record -B`) in the file, by name, the top one ("") left
+    /// out, and the one read (`None`: the top one).
+    pub instances: Vec<String>,
+    pub instance: Option<String>,
 }
 
 /// Does `bytes` start like a trace.dat?
@@ -141,6 +145,11 @@ impl TraceDat {
     /// Read a whole trace.dat. Damage in the metadata is an error; damage in one CPU's
     /// event data keeps that CPU's events up to it and is listed in `damage`.
     pub fn parse(bytes: &[u8]) -> Result<TraceDat> {
+        Self::parse_instance(bytes, None)
+    }
+
+    /// Read a trace.dat, the events of instance `instance` (`None`: the top one).
+    pub fn parse_instance(bytes: &[u8], instance: Option<&str>) -> Result<TraceDat> {
         let mut c = Cursor::new(bytes, 0, Endian::Little);
         if c.take(MAGIC.len(), "magic")? != MAGIC {
             return Err(Error::at("not a trace.dat (bad magic)", 0));
@@ -179,6 +188,8 @@ impl TraceDat {
             cpus: Vec::new(),
             lost: 0,
             damage: Vec::new(),
+            instances: Vec::new(),
+            instance: instance.map(str::to_string),
         };
         match version {
             6 => t.parse_v6(bytes, c)?,
@@ -280,6 +291,12 @@ impl TraceDat {
             }
             tag = c.take(10, "section tag")?;
         }
+        if let Some(i) = &self.instance {
+            return Err(Error::new(format!(
+                "instance '{i}': the instances of a version 6 file are not read (they are: {})",
+                self.instances.join(", ")
+            )));
+        }
         if tag == b"latency  \0" {
             return Err(Error::at(
                 "a latency trace holds no events to read",
@@ -308,6 +325,10 @@ impl TraceDat {
 
     fn option_v6(&mut self, id: u16, data: &[u8]) {
         match id {
+            // <offset> <name>: another instance's flyrecord.
+            OPT_BUFFER => self
+                .instances
+                .push(String::from_utf8_lossy(cstr(data.get(8..).unwrap_or(&[]))).into_owned()),
             OPT_TRACECLOCK => self.set_clock(data),
             OPT_CPUSTAT => self.cpustat(data),
             _ => {}
@@ -419,15 +440,23 @@ impl TraceDat {
                 }
             }
         }
-        // The top instance is the buffer with the empty name; others are not read.
+        // The top instance is the buffer with the empty name; another is read if asked
+        // for, and the others are named.
+        let want = self.instance.clone().unwrap_or_default();
+        let mut found = false;
         for b in buffers {
             let mut bc = Cursor::new(&b, 0, self.endian);
             let offset = bc.u64("buffer offset")?;
             let name = bc.cstr("buffer name")?;
             let clock = bc.cstr("buffer clock")?;
             if !name.is_empty() {
+                self.instances
+                    .push(String::from_utf8_lossy(name).into_owned());
+            }
+            if name != want.as_bytes() {
                 continue;
             }
+            found = true;
             if !clock.is_empty() {
                 self.clock = Some(String::from_utf8_lossy(clock).into_owned());
             }
@@ -446,6 +475,16 @@ impl TraceDat {
                     Err(e) => self.damage.push(e.context(&format!("CPU {cpu}"))),
                 }
             }
+        }
+        if !found && !want.is_empty() {
+            return Err(Error::new(format!(
+                "no instance '{want}' in the trace (it has: {})",
+                if self.instances.is_empty() {
+                    "only the top one".to_string()
+                } else {
+                    self.instances.join(", ")
+                }
+            )));
         }
         Ok(())
     }
