@@ -458,6 +458,29 @@ fn run(a: Args) -> Result<bool> {
             summary.bad_records,
             summary.lost
         );
+        if p.frames_total > 0 {
+            eprintln!(
+                "ustack: named: {} of {} frames of the samples kept ({} unnamed, shown as file+0xoffset)",
+                p.frames_total - p.frames_unnamed,
+                p.frames_total,
+                p.frames_unnamed
+            );
+        }
+        for (f, fb) in sym.fallbacks() {
+            let path = escape(&f.path);
+            let debug = escape(&fb.debug.display().to_string());
+            match &fb.error {
+                Some(e) => eprintln!(
+                    "ustack: {path}: debug file {debug} unusable ({}): symbols from the binary itself ({} frames named)",
+                    escape(e),
+                    fb.frames
+                ),
+                None => eprintln!(
+                    "ustack: {path}: {} frames the debug file {debug} does not name were named from the binary itself",
+                    fb.frames
+                ),
+            }
+        }
         if let Some(w) = ustack::clock_warning(summary.clock.as_deref()) {
             eprintln!("ustack: warning: {}", escape(&w));
         }

@@ -443,6 +443,12 @@ impl Aggregator {
             let event = p.label(Label::synthetic(&self.strings[raw.event as usize]));
             let comm = Rc::clone(&self.strings[raw.comm as usize]);
             let task = p.label(Label::synthetic(&format!("{comm}-{}", raw.pid)));
+            p.frames_total += count * pfs.len() as u64;
+            p.frames_unnamed += count
+                * pfs
+                    .iter()
+                    .filter(|&&f| p.frames[f as usize].syms.is_none())
+                    .count() as u64;
             p.raw.push(RawEntry {
                 event,
                 task,
@@ -558,6 +564,9 @@ pub struct Profile {
     pub samples: u64,
     pub first_ts: u64,
     pub last_ts: u64,
+    /// Frames of the samples kept, and those nothing named (shown as `file+0xoffset`).
+    pub frames_total: u64,
+    pub frames_unnamed: u64,
     /// The text stacks of the last call, for the next output.
     text_cache: RefCell<Option<(bool, Rc<Stacks>)>>,
 }
