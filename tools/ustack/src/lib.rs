@@ -11,6 +11,7 @@
 
 pub mod bench;
 pub mod bytes;
+pub mod debuginfod;
 pub mod elf;
 pub mod error;
 pub mod events;

@@ -466,6 +466,15 @@ fn run(a: Args) -> Result<bool> {
                 p.frames_unnamed
             );
         }
+        for (id, p) in &sym.fetched {
+            eprintln!(
+                "ustack: debug file of build-id {id} from debuginfod: {}",
+                escape(&p.display().to_string())
+            );
+        }
+        for e in &sym.fetch_errors {
+            eprintln!("ustack: debuginfod: {}", escape(e));
+        }
         for (f, fb) in sym.fallbacks() {
             let path = escape(&f.path);
             let debug = escape(&fb.debug.display().to_string());

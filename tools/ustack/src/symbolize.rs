@@ -101,6 +101,11 @@ pub struct Symbolizer {
     files: Vec<(Rc<FileInfo>, FileEntry)>,
     cache: HashMap<(usize, u64), Resolved>,
     perf: HashMap<i32, Vec<(u64, u64, String)>>,
+    debuginfod: crate::debuginfod::Client,
+    /// Debug files fetched from debuginfod servers or found in their cache (build-id,
+    /// path), and what failed.
+    pub fetched: Vec<(String, PathBuf)>,
+    pub fetch_errors: Vec<String>,
     /// Lookups that were not served from the cache.
     pub lookups: u64,
 }
@@ -136,6 +141,9 @@ impl Symbolizer {
             files: Vec::new(),
             cache: HashMap::new(),
             perf,
+            debuginfod: crate::debuginfod::Client::from_env(),
+            fetched: Vec::new(),
+            fetch_errors: Vec::new(),
             lookups: 0,
         }
     }
@@ -159,19 +167,33 @@ impl Symbolizer {
         }
     }
 
-    fn debug_file(&self, build_id: &[u8]) -> Option<PathBuf> {
+    fn debug_file(&mut self, build_id: &[u8]) -> Option<PathBuf> {
         let (first, rest) = build_id.split_first()?;
         if rest.is_empty() {
             return None;
         }
         let rel = format!(".build-id/{first:02x}/{}.debug", hex(rest));
-        self.debug_dirs
+        if let Some(p) = self
+            .debug_dirs
             .iter()
             .map(|d| d.join(&rel))
             .find(|p| elf::build_id(p).as_deref() == Some(build_id))
+        {
+            return Some(p);
+        }
+        // debuginfod: its cache, then its servers.
+        let id = hex(build_id);
+        let (found, errors) = self
+            .debuginfod
+            .debuginfo(&id, |p| elf::build_id(p).as_deref() == Some(build_id));
+        self.fetch_errors.extend(errors);
+        if let Some(p) = &found {
+            self.fetched.push((id, p.clone()));
+        }
+        found
     }
 
-    fn open(&self, file: &FileInfo) -> FileEntry {
+    fn open(&mut self, file: &FileInfo) -> FileEntry {
         let host = self.host_path(&file.path);
         if !host.is_file() {
             return FileEntry::new(FileStatus::Missing, Vec::new());
