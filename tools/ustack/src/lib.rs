@@ -18,6 +18,7 @@ pub mod events;
 pub mod format;
 pub mod join;
 pub mod output;
+pub mod record;
 pub mod ringbuf;
 pub mod stacks;
 pub mod symbolize;

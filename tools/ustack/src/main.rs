@@ -14,6 +14,7 @@ use ustack::{join, output};
 
 const USAGE: &str = "\
 usage: ustack [OPTIONS] [-i] [TRACE]
+       ustack record [-e EVENT]... [-o FILE] (-- COMMAND [ARGS...] | -p PID)
        ustack --bench [STACKS [DEPTH [OFFSETS [DISTINCT_STACKS]]]]
 
 TRACE (or -i TRACE; trace.dat if none) is a trace.dat from trace-cmd record (file
@@ -57,6 +58,99 @@ Instances (trace-cmd record -B):
   -q, --quiet          no summary on standard error
   -V, --version        the version
 ";
+
+const RECORD_USAGE: &str = "\
+usage: ustack record [-e EVENT]... [-o FILE] [-C CLOCK] -- COMMAND [ARGS...]
+       ustack record [-e EVENT]... [-o FILE] [-C CLOCK] -p PID
+
+Runs trace-cmd record with the user_unwind events, task:task_newtask and the events
+given (sched:sched_switch if none), clock global, on COMMAND and its children or on
+process PID (until Ctrl-C), into FILE (trace.dat). Checks first that the module is loaded
+and its option file there, then that the option came on, and reads what was recorded.
+
+  -e EVENT             an event whose stacks to record (system:event; repeatable)
+  -p PID               record a running process
+  -o FILE              the trace.dat to write (default trace.dat)
+  -C CLOCK             the trace clock (default global)
+  --trace-cmd PATH     the trace-cmd to run
+";
+
+fn record_main() -> ExitCode {
+    use lexopt::prelude::*;
+    let (trace_cmd, sys) = ustack::record::defaults();
+    let mut r = ustack::record::Record {
+        events: Vec::new(),
+        pid: None,
+        command: Vec::new(),
+        output: PathBuf::from("trace.dat"),
+        clock: "global".into(),
+        trace_cmd,
+        sys,
+    };
+    let usage = |e: String| {
+        eprintln!(
+            "ustack record: {}\nTry 'ustack record --help' for more information.",
+            escape(&e)
+        );
+        ExitCode::from(2)
+    };
+    let mut p = lexopt::Parser::from_args(std::env::args_os().skip(2));
+    loop {
+        let arg = match p.next() {
+            Ok(Some(a)) => a,
+            Ok(None) => break,
+            Err(e) => return usage(e.to_string()),
+        };
+        let v = |p: &mut lexopt::Parser| value(p);
+        let r2 = match arg {
+            Short('e') | Long("event") => v(&mut p).map(|e| r.events.push(e)),
+            Short('o') | Long("output") => os_value(&mut p).map(|o| r.output = o.into()),
+            Short('C') | Long("clock") => v(&mut p).map(|c| r.clock = c),
+            Long("trace-cmd") => os_value(&mut p).map(|t| r.trace_cmd = t.into()),
+            Short('p') | Long("pid") => v(&mut p).and_then(|s| {
+                s.parse()
+                    .map(|n| r.pid = Some(n))
+                    .map_err(|_| "-p wants a number".to_string())
+            }),
+            Short('h') | Long("help") => {
+                print!("{RECORD_USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            Value(c) => {
+                r.command.push(c.to_string_lossy().into_owned());
+                r.command.extend(
+                    p.raw_args()
+                        .map(|mut a| {
+                            a.by_ref()
+                                .map(|x| x.to_string_lossy().into_owned())
+                                .collect::<Vec<_>>()
+                        })
+                        .unwrap_or_default(),
+                );
+                Ok(())
+            }
+            _ => Err(arg.unexpected().to_string()),
+        };
+        if let Err(e) = r2 {
+            return usage(e);
+        }
+    }
+    if r.command.is_empty() == r.pid.is_none() {
+        return usage("give a command (after --) or -p PID, one of them".into());
+    }
+    match r.run() {
+        Ok(lines) => {
+            for l in lines {
+                eprintln!("ustack: {}", escape(&l));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ustack record: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
 
 const HINT: &str = "Try 'ustack --help' for more information.";
 
@@ -556,6 +650,9 @@ fn peak_kb() -> Option<u64> {
 }
 
 fn main() -> ExitCode {
+    if std::env::args_os().nth(1).is_some_and(|a| a == "record") {
+        return record_main();
+    }
     let a = match parse_args() {
         Ok(a) => a,
         Err(e) => {
