@@ -163,6 +163,28 @@ impl Joiner {
         self.tgids.get(&pid).copied().unwrap_or(pid)
     }
 
+    /// What `cookie` names from now on: the same FileInfo as before if nothing changed,
+    /// so that repeats of a file cost nothing downstream.
+    fn file_info(
+        files: &mut HashMap<u64, Rc<FileInfo>>,
+        cookie: u64,
+        path: &str,
+        build_id: &[u8],
+    ) -> Rc<FileInfo> {
+        if let Some(f) = files.get(&cookie) {
+            if f.path == path && f.build_id == build_id {
+                return Rc::clone(f);
+            }
+        }
+        let f = Rc::new(FileInfo {
+            cookie,
+            path: path.to_string(),
+            build_id: build_id.to_vec(),
+        });
+        files.insert(cookie, Rc::clone(&f));
+        f
+    }
+
     /// Stacks complete so far.
     pub fn stacks(&self) -> usize {
         self.st.stacks
@@ -181,11 +203,7 @@ impl Joiner {
                     path,
                     build_id,
                 } if e.pid == aw.pid => {
-                    let info = Rc::new(FileInfo {
-                        cookie: *cookie,
-                        path: path.clone(),
-                        build_id: build_id.clone(),
-                    });
+                    let info = Self::file_info(&mut self.files, *cookie, path, build_id);
                     for f in aw.frames.iter_mut() {
                         if let Frame::Unresolved { cookie: c, value } = *f {
                             if c == *cookie {
@@ -300,20 +318,7 @@ impl Joiner {
                 build_id,
             } => {
                 self.st.file_caches += 1;
-                let same = self
-                    .files
-                    .get(cookie)
-                    .is_some_and(|f| f.path == *path && f.build_id == *build_id);
-                if !same {
-                    self.files.insert(
-                        *cookie,
-                        Rc::new(FileInfo {
-                            cookie: *cookie,
-                            path: path.clone(),
-                            build_id: build_id.clone(),
-                        }),
-                    );
-                }
+                Self::file_info(&mut self.files, *cookie, path, build_id);
             }
         }
         cpu.last = Some(Last {
@@ -772,5 +777,37 @@ mod tests {
             }
         ));
         assert!(s[1].complete && s[1].frames.is_empty());
+    }
+
+    #[test]
+    fn one_file_cache_explains_a_shared_cookie_for_every_process() {
+        // The module's cookie names a file, whichever process maps it: one file_cache,
+        // written for task 5, serves tasks 7 and 8; the cookie seen again with another
+        // path (the file replaced) names the new one for the stacks after it.
+        let e = vec![
+            fc(1, 0, 5, 0xaa, "/lib/a.so"),
+            other(2, 1, 7),
+            cookie(3, 1, 7, 0x100),
+            stack(4, 1, 7, 0x100, 0, 1, &[(0x10, 0xaa)]),
+            other(5, 0, 8),
+            cookie(6, 0, 8, 0x200),
+            stack(7, 0, 8, 0x200, 0, 1, &[(0x20, 0xaa)]),
+            fc(8, 1, 9, 0xaa, "/lib/b.so"),
+            other(9, 1, 7),
+            cookie(10, 1, 7, 0x300),
+            stack(11, 1, 7, 0x300, 0, 1, &[(0x30, 0xaa)]),
+        ];
+        let (s, st) = join(&e);
+        let paths: Vec<String> = s.iter().map(|s| path(&s.frames[0])).collect();
+        assert_eq!(
+            paths,
+            ["/lib/a.so+0x10", "/lib/a.so+0x20", "/lib/b.so+0x30"]
+        );
+        assert_eq!(st.unresolved_frames, 0);
+        // The same file for both tasks is one FileInfo.
+        match (&s[0].frames[0], &s[1].frames[0]) {
+            (Frame::File { file: a, .. }, Frame::File { file: b, .. }) => assert!(Rc::ptr_eq(a, b)),
+            other => panic!("{other:?}"),
+        }
     }
 }
