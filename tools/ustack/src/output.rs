@@ -172,7 +172,15 @@ pub fn report(p: &Profile, v: &View) -> String {
             (k, c)
         })
         .collect();
-    let mut rows = rows;
+    // Rows shown alike are one (two processes of one command, with --sort comm): their
+    // samples are apart, so the counts add up.
+    let mut merged: HashMap<Vec<String>, (u64, u64)> = HashMap::new();
+    for (k, (c, s)) in rows {
+        let m = merged.entry(k).or_default();
+        m.0 += c;
+        m.1 += s;
+    }
+    let mut rows: Vec<(Vec<String>, (u64, u64))> = merged.into_iter().collect();
     rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let shown: Vec<_> = rows
         .iter()

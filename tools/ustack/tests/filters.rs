@@ -116,6 +116,17 @@ fn a_process_by_tgid() {
     assert_eq!(count(f, &["--tgid", "42"]), 4);
     assert_eq!(count(f, &["--tgid", "44"]), 1);
     assert_eq!(count(f, &["--pid", "43"]), 2);
+    // --sort comm: prog's four samples over three pids are one row.
+    let (report, err, code) = ustack(&["-q", "--sort", "comm", f]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        report.contains("    80.00%    80.00%        4  prog\n"),
+        "{report}"
+    );
+    assert!(
+        report.contains("    20.00%    20.00%        1  other\n"),
+        "{report}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 
