@@ -15,6 +15,13 @@ use crate::join::{self, Frame};
 use crate::symbolize::{Options, Symbolizer};
 use crate::tracedat::TraceDat;
 
+/// A line of figures; standard output closed (`| head`) is not an error.
+macro_rules! say {
+    ($($t:tt)*) => {
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    };
+}
+
 /// A recording of the guest's, for its formats.
 const FIXTURE: &[u8] = include_bytes!("../tests/fixtures/v6.dat");
 pub const LIBC: &str = "/lib/x86_64-linux-gnu/libc.so.6";
@@ -252,11 +259,17 @@ pub fn run(stacks: usize, depth: usize, distinct: usize, uniq: usize) -> Result<
         std::env::temp_dir().join(format!("ustack-bench-{}", std::process::id()))
     });
     std::fs::create_dir_all(&dir).map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
-    let r = run_in(&dir, stacks, depth, distinct, uniq);
-    if keep.is_none() {
-        let _ = std::fs::remove_dir_all(&dir);
+    // The trace is removed however the run ends (a panic, standard output closed).
+    struct Cleanup(Option<PathBuf>);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            if let Some(d) = &self.0 {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
     }
-    r
+    let _cleanup = Cleanup(keep.is_none().then(|| dir.clone()));
+    run_in(&dir, stacks, depth, distinct, uniq)
 }
 
 fn run_in(dir: &Path, stacks: usize, depth: usize, distinct: usize, uniq: usize) -> Result<()> {
@@ -265,7 +278,7 @@ fn run_in(dir: &Path, stacks: usize, depth: usize, distinct: usize, uniq: usize)
     let (size, events) = synthetic_file(&trace, stacks, depth, distinct, uniq)?;
     let built = t0.elapsed();
     let mb = size as f64 / 1e6;
-    println!(
+    say!(
         "bench: trace.dat {mb:.1} MB, {events} events, {stacks} stacks ({} distinct) of {depth} frames, {distinct} distinct offsets in {LIBC} (written in {:.2} s)",
         uniq.min(stacks),
         built.as_secs_f64()
@@ -310,7 +323,7 @@ fn run_in(dir: &Path, stacks: usize, depth: usize, distinct: usize, uniq: usize)
             "the folded stacks hold {samples} samples, not {stacks}: {err}"
         )));
     }
-    println!(
+    say!(
         "all five outputs: {secs:.2} s, peak memory {:.0} MB ({:.1} MB/s; report, folded, svg, speedscope and pprof of {} lines of folded stacks)",
         peak / 1024.0,
         mb / secs,
@@ -337,7 +350,7 @@ fn run_in(dir: &Path, stacks: usize, depth: usize, distinct: usize, uniq: usize)
         named += usize::from(sym.resolve(4242, &at(k), 1).is_some());
     }
     let cold = t0.elapsed().as_secs_f64();
-    println!(
+    say!(
         "symbolize: {distinct} distinct offsets in {cold:.3} s with libc's debug data loaded first ({:.0} lookups/s, {named} named)",
         distinct as f64 / cold
     );
