@@ -132,10 +132,9 @@ impl Drop for FileRef {
 pub(crate) struct HeldFiles<'k> {
     keys: &'k Keys,
     /// One lookup per frame at most, so a chunk never needs more. Left uninitialised and
-    /// dropped only as far as it is used.
-    files: [MaybeUninit<FileRef>; CHUNK_FRAMES],
-    /// The cookie of each held file.
-    cookies: [u64; CHUNK_FRAMES],
+    /// dropped only as far as it is used: zeroing and dropping 64 slots would cost more
+    /// than the few files a stack holds.
+    files: [MaybeUninit<(FileRef, u64)>; CHUNK_FRAMES],
     nr_files: usize,
     /// Files this stack may still hold: its remaining `file_cache` budget, less the files
     /// held and not yet written.
@@ -160,7 +159,6 @@ impl<'k> HeldFiles<'k> {
         HeldFiles {
             keys,
             files: [const { MaybeUninit::uninit() }; CHUNK_FRAMES],
-            cookies: [0; CHUNK_FRAMES],
             nr_files: 0,
             room: budget,
             names: [None; MAX_NAMES],
@@ -170,13 +168,11 @@ impl<'k> HeldFiles<'k> {
 
     /// The files held so far, with their cookies (the slots after them are empty).
     fn held(&self) -> impl Iterator<Item = (&FileRef, u64)> {
-        self.files[..self.nr_files]
-            .iter()
-            .zip(self.cookies)
-            .map(|(file, cookie)| {
-                // SAFETY: By the type invariant the first `nr_files` slots are initialised.
-                (unsafe { file.assume_init_ref() }, cookie)
-            })
+        self.files[..self.nr_files].iter().map(|slot| {
+            // SAFETY: By the type invariant the first `nr_files` slots are initialised.
+            let (file, cookie) = unsafe { slot.assume_init_ref() };
+            (file, *cookie)
+        })
     }
 
     /// Notes the name of a mapping without a file; returns its cookie, or `None` when the
@@ -220,18 +216,14 @@ impl<'k> HeldFiles<'k> {
             stats::add(Stat::FileCacheDeferred, 1);
             return;
         }
-        let (Some(slot), Some(c)) = (
-            self.files.get_mut(self.nr_files),
-            self.cookies.get_mut(self.nr_files),
-        ) else {
+        let Some(slot) = self.files.get_mut(self.nr_files) else {
             // More lookups than frames in a chunk: impossible by construction.
             kernel::warn_on!(true);
             return;
         };
         // SAFETY: The caller guarantees `file` is valid with a positive refcount for now; the
         // reference of our own is taken before the VMA lock is dropped.
-        slot.write(unsafe { FileRef::get(file) });
-        *c = cookie;
+        slot.write((unsafe { FileRef::get(file) }, cookie));
         self.room -= 1;
         // INVARIANT: The slot just written is the one after the initialised ones.
         self.nr_files += 1;

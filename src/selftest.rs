@@ -138,7 +138,6 @@ mod tests {
             (Stat::CacheResets, c"cache_resets"),
             (Stat::FileCacheDropped, c"file_cache_dropped"),
             (Stat::LookupsContended, c"lookups_contended"),
-            (Stat::StacksAfterExec, c"stacks_after_exec"),
         ] {
             // SAFETY: C returns a static NUL-terminated string for every value.
             let got = unsafe { CStr::from_char_ptr(ffi::uu_stat_name(stat as u32)) };

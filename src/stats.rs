@@ -18,7 +18,6 @@ pub(crate) enum Stat {
     CacheResets = 12,
     FileCacheDropped = 13,
     LookupsContended = 14,
-    StacksAfterExec = 15,
 }
 
 /// The sum of `stat` over all CPUs.
