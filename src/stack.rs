@@ -166,18 +166,20 @@ pub(crate) fn record(ips: &[c_ulong], cookie: u64, keys: &Keys) {
     for (start, len) in chunks(ips.len()) {
         let frames = || ips[start..start + len].iter().map(|&ip| ip as u64);
         // Fresh held files and translator per chunk look every file of the chunk up again,
-        // so each chunk holds the files it reports.
-        let mut held = HeldFiles::new(keys, budget);
-        let mut space = TaskSpace {
-            mm,
-            keys,
-            held: want_files.then_some(&mut held),
-            last_miss: &mut last_miss,
+        // so each chunk holds the files it reports. The files are released at the end of
+        // the block, in place (a `drop()` would move them first).
+        let report = {
+            let mut held = HeldFiles::new(keys, budget);
+            let mut space = TaskSpace {
+                mm,
+                keys,
+                held: want_files.then_some(&mut held),
+                last_miss: &mut last_miss,
+            };
+            rec.clear();
+            Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), &mut rec);
+            want_files.then(|| held.report(&mut budget))
         };
-        rec.clear();
-        Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), &mut rec);
-        let report = want_files.then(|| held.report(&mut budget));
-        drop(held);
         emit(cookie, start as u16, total, &rec);
         // A reader reset the buffer between the chunk's `file_cache` events (or the
         // sightings that found them written) and its stack: the cache starts anew, so
