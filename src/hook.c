@@ -41,6 +41,7 @@
  * reg/unreg callbacks) and takes ftrace_export_lock; kprobe_mutex is never taken under it
  * (kprobe_mutex -> ftrace_lock -> tracepoints_mutex is a chain the kernel makes).
  */
+#include <linux/delay.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/preempt.h>
@@ -196,8 +197,16 @@ static struct trace_export uu_export = {
  * Also called from do_exit() for a request made before the task began to exit (its
  * exit_group, say), while the task still has its mm: that stack is recorded too.
  */
-static void uu_unwind_callback(struct unwind_work *work,
-			       struct unwind_stacktrace *trace, u64 cookie)
+/*
+ * Callbacks running now, and whether the module is going: see uu_hook_exit(). A callback
+ * increments the count, then looks at uu_going; uu_hook_exit() sets uu_going, then waits
+ * for the count to drop to 0: a full barrier on each side makes sure that either exit sees
+ * the callback running or the callback sees the module going.
+ */
+static atomic_t uu_callbacks_running = ATOMIC_INIT(0);
+static bool uu_going;
+
+static void uu_record_stack(struct unwind_stacktrace *trace, u64 cookie)
 {
 	uu_stat_add(UU_STAT_CALLBACKS, 1);
 	if (current->flags & PF_EXITING)
@@ -211,6 +220,19 @@ static void uu_unwind_callback(struct unwind_work *work,
 		return;
 	}
 	uu_rust_stack(trace->entries, trace->nr, cookie);
+}
+
+static void uu_unwind_callback(struct unwind_work *work,
+			       struct unwind_stacktrace *trace, u64 cookie)
+{
+	atomic_inc(&uu_callbacks_running);
+	/* Counted before uu_going is read (pairs with the smp_mb() in uu_hook_exit()). */
+	smp_mb__after_atomic();
+	if (!READ_ONCE(uu_going))
+		uu_record_stack(trace, cookie);
+	/* Done with everything of the module's before the count says so. */
+	smp_mb__before_atomic();
+	atomic_dec(&uu_callbacks_running);
 }
 
 /* Registers or unregisters the export as wanted and ready say. */
@@ -301,8 +323,9 @@ int uu_hook_start(void)
  * uu_hook_exit - stop the hook and the callbacks for good
  *
  * After it returns no hook call and no callback of this module runs: the export is gone
- * (synchronize_rcu() waits for preempt-disabled callers, NMI included) and
- * unwind_deferred_cancel() waits for running callbacks and clears pending ones.
+ * (synchronize_rcu() waits for preempt-disabled callers, NMI included), the callbacks in
+ * flight have finished, and unwind_deferred_cancel() waits for the kernel's callers of
+ * callbacks and clears pending ones.
  *
  * Context: task, may sleep.
  */
@@ -313,5 +336,18 @@ void uu_hook_exit(void)
 		uu_hook_update();
 	}
 	synchronize_rcu();
+	/*
+	 * 7.3's unwind_deferred_cancel() marks the work cancelled (work->bit = -1) before it
+	 * waits for the callers of callbacks, and process_unwind_deferred() reads work->bit
+	 * again after the callback returns (BIT(-1): UBSAN reports a shift out of bounds) or,
+	 * preempted between the list walk and its test_bit(), before calling it. Callbacks
+	 * in flight finish first, and the ones that start from now on return at once, which
+	 * narrows the kernel's window to a few instructions; it cannot be closed from here.
+	 */
+	WRITE_ONCE(uu_going, true);
+	/* Going before the count is read (pairs with uu_unwind_callback()). */
+	smp_mb();
+	while (atomic_read(&uu_callbacks_running))
+		usleep_range(1000, 2000);
 	uu_call(unwind_deferred_cancel)(&uu_work);
 }
