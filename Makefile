@@ -23,8 +23,7 @@ host-test:
 	cd host && cargo test
 
 # The cost of a stack on the production-config test kernel, arms A-D at depths 8, 32 and
-# 128, and the idle cost of the __fput probe (scripts/bench.sh,
-# Documentation/performance.rst). BENCH_ARGS="ITERATIONS ROUNDS DEPTH..." overrides.
+# 128 (scripts/bench.sh, Documentation/performance.rst). BENCH_ARGS="ITERATIONS ROUNDS DEPTH..." overrides.
 bench:
 	@scripts/bench.sh $(BENCH_ARGS)
 

@@ -124,6 +124,7 @@ enum uu_stat {
 	UU_STAT_UNWIND_READS_UNFAULTED,	/* reads refused: would fault on a remote filesystem */
 	UU_STAT_UNWIND_TABLES_UNREAD,	/* frames whose table was unreadable: by frame pointer */
 	UU_STAT_UNWIND_POOL_BUSY,	/* no free work buffer: the kernel's stack recorded */
+	UU_STAT_REQUESTS_SKIPPED,	/* events after unwind_reset_info() on the way out */
 	UU_STAT_NR
 };
 

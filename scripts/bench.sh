@@ -4,7 +4,7 @@
 # base fragment without the debug checkers; built and cached like the debug one), in one
 # guest boot. Arms A-E at each depth (tests/guest/bench.sh says what they are), interleaved;
 # one line per depth with the medians of the per-round ratios and their spread, the ring
-# buffer's bytes per frame from its own counters, then the __fput probe's idle cost.
+# buffer's bytes per frame from its own counters.
 # The guest runs under TCG: absolute times are emulated, ratios measured in one run are what
 # to read. Then the same again, fewer rounds, with QEMU's instruction counter as the guest's
 # clock (run-guest.sh --icount): "ns" there count instructions, and the ratios are those of

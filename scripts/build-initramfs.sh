@@ -27,7 +27,7 @@ copy_with_libs "$(command -v trace-cmd)" /usr/bin/trace-cmd
 copy_with_libs /bin/bash /bin/bash
 
 build_test_programs
-for lib in libuutest.so libuua.so libuub.so; do
+for lib in libuutest.so libuua.so libuub.so libuuv1.so libuuv2.so; do
 	install -m 0755 "$CACHE/prog/$lib" "$OUT/usr/lib/$lib"
 done
 copy_with_libs "$CACHE/prog/uu_chain" /usr/bin/uu_chain
@@ -41,9 +41,13 @@ done
 copy_with_libs "$CACHE/prog/uu_nofp" /usr/bin/uu_nofp
 copy_with_libs "$CACHE/prog/uu_bench_nofp" /usr/bin/uu_bench_nofp
 install -m 0644 "$ROOT/tests/guest/unwind.sh" "$OUT/lib/uu-unwind.sh"
+for prog in uu_maps uu_exec uu_perf uu_dlone uu_ab; do
+	copy_with_libs "$CACHE/prog/$prog" /usr/bin/$prog
+done
 install -m 0644 "$KO" "$OUT/lib/modules/user_unwind.ko"
 install -m 0644 "$ROOT/tests/guest/lib.sh" "$OUT/lib/uu.sh"
 install -m 0755 "$ROOT/tests/guest/memory.sh" "$OUT/usr/bin/memory.sh"
+install -m 0644 "$ROOT/tests/guest/identity.sh" "$OUT/lib/uu-identity.sh"
 
 cat >"$OUT/init" <<'INIT'
 #!/bin/busybox sh

@@ -67,6 +67,7 @@ fi
 [ -f "$KDIR/Makefile" ] || die "no prepared kernel tree at $KDIR: run make setup, or pass KDIR="
 if [ "${1:-}" = clean ]; then
 	make -C "$KDIR" M="$ROOT" "${args[@]}" clean >/dev/null
+	make -C "$KDIR" M="$ROOT/tests/kmod" "${args[@]}" clean >/dev/null
 	exit 0
 fi
 if ! make -C "$KDIR" M="$ROOT" "${args[@]}" CLIPPY=1 modules >"$log" 2>&1; then
@@ -75,3 +76,9 @@ if ! make -C "$KDIR" M="$ROOT" "${args[@]}" CLIPPY=1 modules >"$log" 2>&1; then
 fi
 no_warnings "against $KDIR"
 say "built $ROOT/user_unwind.ko against $KDIR"
+# The guest tests' fixture (tests/kmod), for the test kernel only.
+if [ "$KDIR" = "$(kernel_build_dir)" ]; then
+	make -C "$KDIR" M="$ROOT/tests/kmod" "${args[@]}" modules >"$log" 2>&1 ||
+		{ cat "$log" >&2; die "test fixture build failed"; }
+	no_warnings "of the test fixture"
+fi

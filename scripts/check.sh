@@ -72,7 +72,8 @@ one module module.log scripts/build-module.sh
 one rustfmt rustfmt.log rustfmt --check --edition 2021 --config-path "$SRC/.rustfmt.toml" \
 	src/user_unwind_main.rs
 ok=0 ko=0
-for f in src/*.c src/*.h src/wrapper/*.c src/wrapper/*.h include/*.h tools/ustack/plugin/*.c; do
+for f in src/*.c src/*.h src/wrapper/*.c src/wrapper/*.h include/*.h tests/kmod/*.c \
+	tools/ustack/plugin/*.c; do
 	if "$SRC/scripts/checkpatch.pl" --no-tree --quiet --show-types -f "$f" \
 		--ignore SPDX_LICENSE_TAG,FILE_PATH_CHANGES >"$LOGS/checkpatch.log" 2>&1; then
 		ok=$((ok + 1))

@@ -10,7 +10,8 @@
 # the module built for it (make module KDIR=debian); --kernel prod the production-config
 # test kernel the benchmark measures on (build-module.sh KDIR=prod builds both).
 # The guest has busybox, trace-cmd, the test programs, tracefs at /sys/kernel/tracing and the
-# module at /lib/modules/user_unwind.ko (not inserted). COMMAND runs with /bin/sh -c; its
+# module at /lib/modules/user_unwind.ko (not inserted); with the test kernel, also the test
+# fixture /lib/modules/uu_mmhold.ko (tests/kmod). COMMAND runs with /bin/sh -c; its
 # output is printed and its exit status is this script's. The whole serial console goes to
 # the --log file. A guest that hangs is killed after $UU_GUEST_TIMEOUT seconds (default 900).
 # --monitor puts QEMU's human monitor on the unix socket SOCKET (the stress run injects NMIs
@@ -52,6 +53,9 @@ test)
 	[ "$(cat "$KBUILD/.done" 2>/dev/null)" = "$(kernel_key)" ] ||
 		die "test kernel not built or out of date: run make setup"
 	[ -f "$KO" ] || die "module not built: run make module"
+	# The guest tests' fixture, built with the module for this kernel only.
+	[ ! -f "$ROOT/tests/kmod/uu_mmhold.ko" ] ||
+		adds+=("$ROOT/tests/kmod/uu_mmhold.ko:/lib/modules/uu_mmhold.ko")
 	;;
 prod)
 	KERNEL_FLAVOUR=prod

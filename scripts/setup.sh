@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Install what the bench needs and is missing: Debian packages, the 7.3 kernel source, the
-# matching rust-src, bindgen. Idempotent; every download lands in the cache folder.
+# Install what the bench needs and is missing: Debian packages (among them gdb for the
+# unwinder's live oracle, chromium for the flame graph's browser test and debuginfod for
+# ustack's), the 7.3 kernel source, the matching rust-src, bindgen. Idempotent; every download lands in the cache folder.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev libssl-dev cpio
 	make gcc xz-utils qemu-system-x86 busybox-static trace-cmd binutils python3 perl
-	debootstrap libtraceevent-dev pkg-config libc6-dbg)
+	debootstrap libtraceevent-dev pkg-config libc6-dbg gdb chromium debuginfod)
 
 mkdir -p "$CACHE"
 command -v rustc >/dev/null || die "rustc not found: install Rust with rustup (the kernel needs >= 1.85)"

@@ -128,19 +128,21 @@ impl Drop for FileRef {
 ///
 /// # Invariants
 ///
-/// The first `nr_files` slots of `files` are initialised; the others are not.
+/// The first `nr_files` slots of `files` and the first `nr_names` of `names` are
+/// initialised; the others are not.
 pub(crate) struct HeldFiles<'k> {
     keys: &'k Keys,
     /// One lookup per frame at most, so a chunk never needs more. Left uninitialised and
-    /// dropped only as far as it is used.
-    files: [MaybeUninit<FileRef>; CHUNK_FRAMES],
-    /// The cookie of each held file.
-    cookies: [u64; CHUNK_FRAMES],
+    /// dropped only as far as it is used: zeroing and dropping 64 slots would cost more
+    /// than the few files a stack holds.
+    files: [MaybeUninit<(FileRef, u64)>; CHUNK_FRAMES],
     nr_files: usize,
     /// Files this stack may still hold: its remaining `file_cache` budget, less the files
     /// held and not yet written.
     room: usize,
-    names: [Option<Named>; MAX_NAMES],
+    /// The names noted, left uninitialised beyond the first `nr_names` like `files`.
+    names: [MaybeUninit<Named>; MAX_NAMES],
+    nr_names: usize,
     now: u64,
 }
 
@@ -160,10 +162,10 @@ impl<'k> HeldFiles<'k> {
         HeldFiles {
             keys,
             files: [const { MaybeUninit::uninit() }; CHUNK_FRAMES],
-            cookies: [0; CHUNK_FRAMES],
             nr_files: 0,
             room: budget,
-            names: [None; MAX_NAMES],
+            names: [const { MaybeUninit::uninit() }; MAX_NAMES],
+            nr_names: 0,
             now: now_ns(),
         }
     }
@@ -176,36 +178,39 @@ impl<'k> HeldFiles<'k> {
 
     /// The files held so far, with their cookies (the slots after them are empty).
     fn held(&self) -> impl Iterator<Item = (&FileRef, u64)> {
-        self.files[..self.nr_files]
-            .iter()
-            .zip(self.cookies)
-            .map(|(file, cookie)| {
-                // SAFETY: By the type invariant the first `nr_files` slots are initialised.
-                (unsafe { file.assume_init_ref() }, cookie)
-            })
+        self.files[..self.nr_files].iter().map(|slot| {
+            // SAFETY: By the type invariant the first `nr_files` slots are initialised.
+            let (file, cookie) = unsafe { slot.assume_init_ref() };
+            (file, *cookie)
+        })
     }
 
     /// Notes the name of a mapping without a file; returns its cookie, or `None` when the
     /// chunk holds as many names as it can.
     pub(crate) fn hold_name(&mut self, name: &[u8]) -> Option<u64> {
         let cookie = name_cookie(name, &self.keys.name);
-        for slot in self.names.iter_mut() {
-            match slot {
-                Some(named) if named.cookie == cookie => return Some(cookie),
-                Some(_) => continue,
-                None => {
-                    let mut named = Named {
-                        cookie,
-                        name: [0; NAME_MAX],
-                    };
-                    let len = name.len().min(NAME_MAX - 1);
-                    named.name[..len].copy_from_slice(&name[..len]);
-                    *slot = Some(named);
-                    return Some(cookie);
-                }
-            }
+        if self.named().any(|named| named.cookie == cookie) {
+            return Some(cookie);
         }
-        None
+        let slot = self.names.get_mut(self.nr_names)?;
+        let mut named = Named {
+            cookie,
+            name: [0; NAME_MAX],
+        };
+        let len = name.len().min(NAME_MAX - 1);
+        named.name[..len].copy_from_slice(&name[..len]);
+        slot.write(named);
+        // INVARIANT: The slot just written is the one after the initialised ones.
+        self.nr_names += 1;
+        Some(cookie)
+    }
+
+    /// The names noted so far.
+    fn named(&self) -> impl Iterator<Item = &Named> {
+        self.names[..self.nr_names].iter().map(|slot| {
+            // SAFETY: By the type invariant the first `nr_names` slots are initialised.
+            unsafe { slot.assume_init_ref() }
+        })
     }
 
     /// Holds `file` (a `vm_file` value read under the VMA's lock), whose cookie is
@@ -226,18 +231,14 @@ impl<'k> HeldFiles<'k> {
             stats::add(Stat::FileCacheDeferred, 1);
             return;
         }
-        let (Some(slot), Some(c)) = (
-            self.files.get_mut(self.nr_files),
-            self.cookies.get_mut(self.nr_files),
-        ) else {
+        let Some(slot) = self.files.get_mut(self.nr_files) else {
             // More lookups than frames in a chunk: impossible by construction.
             kernel::warn_on!(true);
             return;
         };
         // SAFETY: The caller guarantees `file` is valid with a positive refcount for now; the
         // reference of our own is taken before the VMA lock is dropped.
-        slot.write(unsafe { FileRef::get(file) });
-        *c = cookie;
+        slot.write((unsafe { FileRef::get(file) }, cookie));
         self.room -= 1;
         // INVARIANT: The slot just written is the one after the initialised ones.
         self.nr_files += 1;
@@ -254,7 +255,7 @@ impl<'k> HeldFiles<'k> {
         let now = self.now;
         // A name is its own identity: its cookie is the cache key, never forgotten but by
         // eviction, clearing or a reminder.
-        for named in self.names.iter().flatten() {
+        for named in self.named() {
             if !take(named.cookie, now, budget) {
                 continue;
             }

@@ -31,10 +31,20 @@
  * request that queues a callback (uu_pending), and the callback records such a stack empty
  * (counted as stacks_after_exec).
  *
+ * A request made after unwind_reset_info(), on the way out in exit_to_user_mode(), is served
+ * at the task's next kernel exit, with the next entry's stack. Only two events fire there
+ * (preemptirq's irq_enable, from trace_hardirqs_on_prepare(), and context tracking's
+ * user_enter), and there the task's unwind id is always 0: those two events request
+ * nothing while it is 0 (counted as requests_skipped). Elsewhere that only skips such an
+ * event when it is the first of its kernel entry to be traced; the entry's later events,
+ * and the irq_disable that precedes an irq_enable, carry its cookie. An NMI that hits the
+ * few instructions after the reset still requests: documented, not detected.
+ *
  * Lock order: uu_hook_lock (mutex) is taken inside event_mutex and tracepoints_mutex (from the
  * reg/unreg callbacks) and takes ftrace_export_lock; kprobe_mutex is never taken under it
  * (kprobe_mutex -> ftrace_lock -> tracepoints_mutex is a chain the kernel makes).
  */
+#include <linux/delay.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/preempt.h>
@@ -49,6 +59,8 @@
 #include "wrapper/symbols.h"
 
 static struct unwind_work uu_work;
+/* The entry types of irq_enable and user_enter (0: not in this kernel); set at init. */
+static unsigned short uu_exit_types[2];
 static DEFINE_MUTEX(uu_hook_lock);
 static bool uu_export_registered;	/* under uu_hook_lock */
 static bool uu_hook_wanted;		/* under uu_hook_lock: the cookie event is enabled */
@@ -137,6 +149,12 @@ static void uu_export_write(struct trace_export *export, const void *entry,
 			uu_file_cache_committed();
 		return;
 	}
+	/* On the way out, after unwind_reset_info() (see the top of this file). */
+	if ((ent->type == uu_exit_types[0] || ent->type == uu_exit_types[1]) &&
+	    !READ_ONCE(current->unwind_info.id.id)) {
+		uu_stat_add(UU_STAT_REQUESTS_SKIPPED, 1);
+		return;
+	}
 	/*
 	 * The hook is installed just before the cookie event's first probe: no request
 	 * until its cookie can be recorded.
@@ -182,8 +200,16 @@ static struct trace_export uu_export = {
  * Also called from do_exit() for a request made before the task began to exit (its
  * exit_group, say), while the task still has its mm: that stack is recorded too.
  */
-static void uu_unwind_callback(struct unwind_work *work,
-			       struct unwind_stacktrace *trace, u64 cookie)
+/*
+ * Callbacks running now, and whether the module is going: see uu_hook_exit(). A callback
+ * increments the count, then looks at uu_going; uu_hook_exit() sets uu_going, then waits
+ * for the count to drop to 0: a full barrier on each side makes sure that either exit sees
+ * the callback running or the callback sees the module going.
+ */
+static atomic_t uu_callbacks_running = ATOMIC_INIT(0);
+static bool uu_going;
+
+static void uu_record_stack(struct unwind_stacktrace *trace, u64 cookie)
 {
 	struct uu_regs regs;
 
@@ -202,6 +228,19 @@ static void uu_unwind_callback(struct unwind_work *work,
 		uu_rust_unwind_stack(&regs, trace->entries, trace->nr, cookie);
 	else
 		uu_rust_stack(trace->entries, trace->nr, cookie);
+}
+
+static void uu_unwind_callback(struct unwind_work *work,
+			       struct unwind_stacktrace *trace, u64 cookie)
+{
+	atomic_inc(&uu_callbacks_running);
+	/* Counted before uu_going is read (pairs with the smp_mb() in uu_hook_exit()). */
+	smp_mb__after_atomic();
+	if (!READ_ONCE(uu_going))
+		uu_record_stack(trace, cookie);
+	/* Done with everything of the module's before the count says so. */
+	smp_mb__before_atomic();
+	atomic_dec(&uu_callbacks_running);
 }
 
 /* Registers or unregisters the export as wanted and ready say. */
@@ -268,6 +307,8 @@ bool uu_hook_requesting(void)
  */
 int uu_hook_init(void)
 {
+	uu_exit_types[0] = uu_event_type("event_irq_enable");
+	uu_exit_types[1] = uu_event_type("event_user_enter");
 	return uu_call(unwind_deferred_init)(&uu_work, uu_unwind_callback);
 }
 
@@ -290,8 +331,9 @@ int uu_hook_start(void)
  * uu_hook_exit - stop the hook and the callbacks for good
  *
  * After it returns no hook call and no callback of this module runs: the export is gone
- * (synchronize_rcu() waits for preempt-disabled callers, NMI included) and
- * unwind_deferred_cancel() waits for running callbacks and clears pending ones.
+ * (synchronize_rcu() waits for preempt-disabled callers, NMI included), the callbacks in
+ * flight have finished, and unwind_deferred_cancel() waits for the kernel's callers of
+ * callbacks and clears pending ones.
  *
  * Context: task, may sleep.
  */
@@ -302,5 +344,18 @@ void uu_hook_exit(void)
 		uu_hook_update();
 	}
 	synchronize_rcu();
+	/*
+	 * 7.3's unwind_deferred_cancel() marks the work cancelled (work->bit = -1) before it
+	 * waits for the callers of callbacks, and process_unwind_deferred() reads work->bit
+	 * again after the callback returns (BIT(-1): UBSAN reports a shift out of bounds) or,
+	 * preempted between the list walk and its test_bit(), before calling it. Callbacks
+	 * in flight finish first, and the ones that start from now on return at once, which
+	 * narrows the kernel's window to a few instructions; it cannot be closed from here.
+	 */
+	WRITE_ONCE(uu_going, true);
+	/* Going before the count is read (pairs with uu_unwind_callback()). */
+	smp_mb();
+	while (atomic_read(&uu_callbacks_running))
+		usleep_range(1000, 2000);
 	uu_call(unwind_deferred_cancel)(&uu_work);
 }

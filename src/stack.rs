@@ -23,7 +23,9 @@
 
 use crate::ffi;
 use crate::files::{self, HeldFiles, NAME_MAX, NEW_FILES_PER_STACK};
-use crate::logic::frames::{chunks, AddressSpace, Backing, FileId, Record, Translator, Vma};
+use crate::logic::frames::{
+    chunks, name_cookie, AddressSpace, Backing, FileId, Record, Translator, Vma,
+};
 use crate::logic::memo::CookieMemo;
 use crate::logic::offset::Mapping;
 use crate::stats::{self, Stat};
@@ -66,19 +68,21 @@ pub(crate) struct KnownVma {
 }
 
 /// The address space of `current`, borrowed for one chunk of a stack.
-struct TaskSpace<'a> {
+struct TaskSpace<'a, 'k> {
     mm: &'a MmWithUser,
-    keys: &'a Keys,
+    keys: &'k Keys,
     /// The file mappings the unwinder already looked up.
     known: &'a [KnownVma],
     /// The files whose `file_cache` is due; `None` when no instance records `file_cache`.
-    held: Option<HeldFiles<'a>>,
+    /// Borrowed, not owned: moving 1.5 KiB of held files into and out of the space cost
+    /// more than everything else the steady state does with them.
+    held: Option<&'a mut HeldFiles<'k>>,
     /// The page of the last address found in no VMA, for the whole stack: a chain of
     /// frames outside every mapping looks each page up once, not once per frame.
     last_miss: &'a mut Option<u64>,
 }
 
-impl TaskSpace<'_> {
+impl TaskSpace<'_, '_> {
     /// Copies what the translation needs out of `vma`, and holds its file if its
     /// `file_cache` is due, or notes its name.
     fn copy_vma(&mut self, vma: &VmaRef) -> Vma {
@@ -128,7 +132,7 @@ impl TaskSpace<'_> {
         };
         let cookie = match self.held.as_mut() {
             Some(held) => held.hold_name(name),
-            None => Some(crate::logic::frames::name_cookie(name, &self.keys.name)),
+            None => Some(name_cookie(name, &self.keys.name)),
         };
         match cookie {
             Some(cookie) if special => Backing::Special(cookie),
@@ -137,7 +141,7 @@ impl TaskSpace<'_> {
     }
 }
 
-impl AddressSpace for TaskSpace<'_> {
+impl AddressSpace for TaskSpace<'_, '_> {
     fn lookup(&mut self, addr: u64) -> Option<Vma> {
         if let Some(k) = self.known.iter().find(|k| k.start <= addr && addr < k.end) {
             if self.held.as_ref().is_none_or(|held| held.knows(k.cookie)) {
@@ -211,37 +215,39 @@ pub(crate) fn record_known<T: Ip>(ips: &[T], cookie: u64, keys: &Keys, known: &[
 
     for (start, len) in chunks(ips.len()) {
         let frames = || ips[start..start + len].iter().map(|&ip| ip.addr());
-        // A fresh translator per chunk looks every file of the chunk up again, so each
-        // chunk holds the files it reports.
-        let mut space = TaskSpace {
-            mm,
-            keys,
-            known,
-            held: want_files.then(|| HeldFiles::new(keys, budget)),
-            last_miss: &mut last_miss,
+        // Fresh held files and translator per chunk look every file of the chunk up again,
+        // so each chunk holds the files it reports. The files are released at the end of
+        // the block, in place (a `drop()` would move them first).
+        let report = {
+            let mut held = HeldFiles::new(keys, budget);
+            let mut space = TaskSpace {
+                mm,
+                keys,
+                known,
+                held: want_files.then_some(&mut held),
+                last_miss: &mut last_miss,
+            };
+            rec.clear();
+            Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), &mut rec);
+            want_files.then(|| held.report(&mut budget))
         };
-        rec.clear();
-        Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), &mut rec);
-        let report = space.held.as_ref().map(|held| held.report(&mut budget));
-        drop(space);
         emit(cookie, start as u16, total, &rec);
         // A reader reset the buffer between the chunk's `file_cache` events (or the
         // sightings that found them written) and its stack: the cache starts anew, so
         // looking the chunk's files up again holds every one the new generation lacks, and
         // their `file_cache` events follow the stack.
         if report.is_some_and(|r| r.needs_repeat()) {
+            let mut held = HeldFiles::new(keys, budget);
             let mut space = TaskSpace {
                 mm,
                 keys,
                 known,
-                held: Some(HeldFiles::new(keys, budget)),
+                held: Some(&mut held),
                 last_miss: &mut last_miss,
             };
             rec.clear();
             Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), &mut rec);
-            if let Some(held) = space.held.as_ref() {
-                held.report(&mut budget);
-            }
+            held.report(&mut budget);
         }
     }
 }

@@ -41,6 +41,7 @@ static const char *const uu_stat_names[UU_STAT_NR] = {
 	[UU_STAT_UNWIND_READS_UNFAULTED] = "unwind_reads_unfaulted",
 	[UU_STAT_UNWIND_TABLES_UNREAD] = "unwind_tables_unread",
 	[UU_STAT_UNWIND_POOL_BUSY] = "unwind_pool_busy",
+	[UU_STAT_REQUESTS_SKIPPED] = "requests_skipped",
 };
 
 void uu_stat_add(enum uu_stat stat, unsigned long n)

@@ -34,14 +34,10 @@ def spread(xs):
 
 def main():
     runs = collections.defaultdict(dict)      # (depth, round) -> arm -> fields
-    fput = collections.defaultdict(dict)      # round -> state -> ns
     for line in sys.stdin:
         if line.startswith("run "):
             f = {k: (num(v) if k != "arm" else v) for k, v in fields(line).items()}
             runs[(f["depth"], f["round"])][f["arm"]] = f
-        elif line.startswith("fput "):
-            f = fields(line)
-            fput[int(f["round"])][f["state"]] = int(f["ns"])
         else:
             print("guest:", line.rstrip(), file=sys.stderr)
     if not runs:
@@ -83,11 +79,6 @@ def main():
               f"frames(E)={med([a['E']['frames'] / max(a['E']['stacks'], 1) for a in rounds]):.0f}")
         print(f"  spread (lowest-highest over rounds): "
               + " ".join(f"{k}={spread(v)}" for k, v in ratio.items()))
-    pairs = [r for r in fput.values() if set(r) == {"unloaded", "idle"}]
-    if pairs:
-        rs = [r["idle"] / r["unloaded"] for r in pairs]
-        print(f"fput: idle/unloaded={med(rs):.3f} spread={spread(rs)} "
-              f"unloaded={med([r['unloaded'] for r in pairs]):.0f}ns rounds={len(rs)}")
     if lost_total:
         print(f"bench: {lost_total} events lost or cookies unanswered: the figures above "
               "are not clean", file=sys.stderr)

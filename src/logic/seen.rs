@@ -2,9 +2,10 @@
 
 //! The first-sight cache: which file cookies already have a `file_cache` event in the trace.
 //!
-//! A direct-mapped table of [`SLOTS`] slots (224 KiB), indexed by the file cookie (or a
-//! name's cookie). A slot holds the cookie whose `file_cache` event was written, when that
-//! event was last written, and the build-id it carried (up to [`ID_CACHED`] bytes), so that
+//! A direct-mapped table of [`SLOTS`] slots (256 KiB), indexed by the file cookie (or a
+//! name's cookie). A slot holds the cookie whose `file_cache` event was written, the
+//! generation it was written in, when that event was last written, and the build-id it
+//! carried (up to [`ID_CACHED`] bytes), so that
 //! reminders and repeats do not read the file again. Nothing is allocated, nothing is
 //! locked: a slot is a few atomics, and every race between two writers costs at worst one
 //! extra `file_cache` event (or one more read of the file), never a missing one or a wrong
@@ -15,7 +16,9 @@
 //! takes over: nothing needs forgetting when a file is closed or deleted. A cookie in its
 //! slot is therefore one whose `file_cache` is in the trace, for the file it names.
 //!
-//! Readers come and go: [`FirstSight::clear`] starts a new *generation*. A writer captures the
+//! Readers come and go: [`FirstSight::clear`] starts a new *generation*, in one atomic
+//! increment (it runs in any context, NMI included): a slot counts only in the generation
+//! it was recorded in. A writer captures the
 //! generation before it writes a `file_cache` ([`FirstSight::generation`]) and hands it to
 //! [`FirstSight::record`], which keeps the entry only if no clear happened since: a
 //! `file_cache` that a reader's buffer reset may have cut is never remembered as written.
@@ -153,6 +156,8 @@ pub enum Sighting {
 /// The first-sight cache.
 pub struct FirstSight {
     files: [AtomicU64; SLOTS],
+    /// The generation each slot was recorded in.
+    tags: [AtomicU64; SLOTS],
     /// When the slot's `file_cache` was last written.
     written: [AtomicU64; SLOTS],
     /// The build-id that `file_cache` carried.
@@ -171,6 +176,7 @@ impl FirstSight {
     pub const fn new() -> Self {
         FirstSight {
             files: [const { AtomicU64::new(0) }; SLOTS],
+            tags: [const { AtomicU64::new(0) }; SLOTS],
             written: [const { AtomicU64::new(0) }; SLOTS],
             ids: [const { IdSlot::new() }; SLOTS],
             generation: AtomicU64::new(0),
@@ -191,7 +197,7 @@ impl FirstSight {
     /// Classifies a sighting of `file` (a file or name cookie, never 0) at time `now`. Of the callers that find a reminder due, one gets [`Sighting::Reminder`].
     pub fn sighting(&self, file: u64, now: u64) -> Sighting {
         let slot = Self::slot(file);
-        if self.files[slot].load(Ordering::Acquire) != file {
+        if !self.holds(slot, file) {
             return Sighting::New;
         }
         let last = self.written[slot].load(Ordering::Relaxed);
@@ -208,14 +214,20 @@ impl FirstSight {
     /// a reminder: only reads.
     pub fn is_known(&self, file: u64, now: u64) -> bool {
         let slot = Self::slot(file);
-        self.files[slot].load(Ordering::Acquire) == file
+        self.holds(slot, file)
             && now.wrapping_sub(self.written[slot].load(Ordering::Relaxed)) < REMIND_NS
+    }
+
+    /// Whether `slot` holds `file`, recorded in the current generation.
+    fn holds(&self, slot: usize, file: u64) -> bool {
+        self.files[slot].load(Ordering::Acquire) == file
+            && self.tags[slot].load(Ordering::Relaxed) == self.generation()
     }
 
     /// What the cache knows of the build-id of `file`, if `file` is in it.
     pub fn build_id(&self, file: u64) -> CachedId {
         let slot = Self::slot(file);
-        if self.files[slot].load(Ordering::Acquire) != file {
+        if !self.holds(slot, file) {
             return CachedId::Unknown;
         }
         self.ids[slot].load(file)
@@ -233,10 +245,11 @@ impl FirstSight {
         }
         self.ids[slot].store(file, id);
         self.written[slot].store(now, Ordering::Relaxed);
+        self.tags[slot].store(generation, Ordering::Relaxed);
         self.files[slot].store(file, Ordering::SeqCst);
-        // A clear that began before the store above may have wiped its slot already; if the
-        // generation moved, take the entry back. (`clear` bumps the generation before it
-        // wipes, so either it wipes this entry or this load sees the bump.)
+        // A clear that began after the check above leaves the entry tagged with the old
+        // generation, which no lookup trusts; take the slot back all the same, so that an
+        // entry of another writer's, tagged anew, is not paired with this one's cookie.
         if self.generation() != generation {
             let _ = self.files[slot].compare_exchange(file, 0, Ordering::SeqCst, Ordering::Relaxed);
             return false;
@@ -245,12 +258,10 @@ impl FirstSight {
     }
 
     /// Forgets every file and starts a new generation, so that every cookie gets a new
-    /// `file_cache` event and no `file_cache` written before is recorded.
+    /// `file_cache` event and no `file_cache` written before is recorded. One atomic
+    /// increment: callable in any context.
     pub fn clear(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
-        for f in &self.files {
-            f.store(0, Ordering::SeqCst);
-        }
     }
 }
 

@@ -14,6 +14,7 @@
 #include <linux/kprobes.h>
 #include <linux/printk.h>
 #include <linux/string.h>
+#include <linux/trace_events.h>
 #include <user_unwind.h>
 
 #include "symbols.h"
@@ -52,6 +53,21 @@ static void *uu_lookup(const char *name)
 	if (!addr)
 		pr_err("kernel symbol %s not found\n", name);
 	return addr;
+}
+
+/**
+ * uu_event_type - the entry type of a built-in trace event
+ * @call: the name of its struct trace_event_call (event_<name>), a data symbol
+ *
+ * Context: task, after uu_symbols_init().
+ * Return: the type, or 0 when the kernel has no such event (or no data symbols in kallsyms).
+ */
+unsigned short uu_event_type(const char *call)
+{
+	const struct trace_event_call *event;
+
+	event = (void *)static_call(uu_kallsyms_lookup_name)(call);
+	return event ? READ_ONCE(event->event.type) : 0;
 }
 
 /* Points static call @name at the kernel function @sym found through kallsyms. */

@@ -26,4 +26,6 @@ DECLARE_STATIC_CALL(uu_tracefs_remove, tracefs_remove);
 /* A call to one of the functions above, e.g. uu_call(tracefs_remove)(dentry). */
 #define uu_call(name) static_call(uu_##name)
 
+unsigned short uu_event_type(const char *call);
+
 #endif /* _USER_UNWIND_WRAPPER_SYMBOLS_H */

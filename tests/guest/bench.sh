@@ -15,7 +15,6 @@
 # Every run prints one "run" line: its ns per call, then the ring buffer's own counters
 # (bytes, entries, overrun, dropped events) and the module's (user_unwind_stats), as the
 # run's deltas.
-# Then ROUNDS pairs of an open/close workload, module unloaded and loaded idle ("fput").
 T=/sys/kernel/tracing
 N=$1 ROUNDS=$2
 shift 2
@@ -90,13 +89,4 @@ for r in $(seq "$ROUNDS"); do
 			run $a $d
 		done
 	done
-done
-
-# The __fput probe's cost to the rest of the system: open/close with the module unloaded
-# and loaded but idle, in turn.
-for r in $(seq "$ROUNDS"); do
-	rmmod user_unwind
-	echo "fput round=$r state=unloaded ns=$(uu_bench open "$N" | awk '{print $2}')"
-	insmod $KO || exit 1
-	echo "fput round=$r state=idle ns=$(uu_bench open "$N" | awk '{print $2}')"
 done

@@ -6,8 +6,8 @@ T=/sys/kernel/tracing
 # stats (per_cpu/cpuN/stats, "KEY: N" lines).
 rb() { cat $T/per_cpu/cpu*/stats | awk -v f="$1" 'index($0, f ":") == 1 {s += $NF} END {print s + 0}'; }
 
-# uu NAME: the module's counter NAME, from user_unwind_stats.
-uu() { awk -v f="$1:" '$1 == f {print $2}' $T/user_unwind_stats; }
+# uu NAME: the module's counter NAME, from user_unwind_stats (0 when it has none).
+uu() { awk -v f="$1:" '$1 == f {v = $2} END {print v + 0}' $T/user_unwind_stats 2>/dev/null; }
 
 result() { echo "$1 $2"; }	# NAME VALUE
 

@@ -8,9 +8,6 @@
  *
  * SIGUSR1 is caught (and counted), so that a stress test can deliver signals to it on
  * its way back to user space.
- *
- * uu_bench open ITERATIONS times ITERATIONS open() and close() of one file instead: every
- * close() is a final fput(), which the module's __fput probe sees while armed.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -60,30 +57,11 @@ __attribute__((noinline)) long uu_bench_down(int frames, long n)
 	return ret + 1;
 }
 
-static int uu_open_close(long n)
-{
-	long t0 = uu_ns();
-
-	for (long i = 0; i < n; i++) {
-		int fd = open("/dev/null", O_RDONLY);
-
-		if (fd < 0) {
-			perror("uu_bench: open");
-			return 1;
-		}
-		close(fd);
-	}
-	printf("ns_per_call %ld\n", (uu_ns() - t0) / (n ? n : 1));
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	long n;
 
 	signal(SIGUSR1, uu_on_signal);
-	if (argc > 2 && !strcmp(argv[1], "open"))
-		return uu_open_close(atol(argv[2]));
 	n = argc > 1 ? atol(argv[1]) : 100000;
 	int depth = argc > 2 ? atoi(argv[2]) : 8;
 

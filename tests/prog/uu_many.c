@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A stack that names many files: the program maps one file N times (N opens, so N struct
- * files and N file cookies), then makes getppid() calls with a fake frame-pointer chain
- * whose return addresses lie one in each mapping, then UU_UNMAPPED frames in one unmapped
- * page. The module caps the new file_cache events of one stack; the rest must follow in
- * later stacks. The unmapped frames come out as raw addresses with file cookie 0.
- * Usage: uu_many N CALLS FILE
+ * A stack that names many files: the program maps N files (N FILEs given; or one FILE N
+ * times, which is one file and one file cookie), then makes getppid() calls with a fake
+ * frame-pointer chain whose return addresses lie one in each mapping, then UU_UNMAPPED
+ * frames in one unmapped page. The module caps the file_cache events of one stack; the
+ * rest must follow in later stacks. The unmapped frames come out as raw addresses with
+ * file cookie 0.
+ * Usage: uu_many N CALLS FILE...
  *
  * uu_many -f CALLS FILE... maps each FILE once instead (a page of it, or a page past the
  * end of an empty one), and ends the chain with a return address in the kernel's half of
@@ -118,9 +119,9 @@ static int uu_many_files(const char *dir, int files, int calls)
 }
 
 /*
- * The chain through N mappings: of PATHS[i] each when LISTED (ending in a kernel return
- * address), else of PATHS[0] N times; then UU_UNMAPPED frames; CALLS calls, PAUSE
- * microseconds apart.
+ * The chain through N mappings: of PATHS[i] each when LISTED (1: ending in a kernel
+ * return address; 2: in UU_UNMAPPED frames), else of PATHS[0] N times, then UU_UNMAPPED
+ * frames; CALLS calls, PAUSE microseconds apart.
  */
 static int uu_stack_of(int n, char **paths, int listed, int calls, int pause)
 {
@@ -143,12 +144,12 @@ static int uu_stack_of(int n, char **paths, int listed, int calls, int pause)
 		frames[2 * i] = (unsigned long)&frames[2 * i + 2];
 		frames[2 * i + 1] = (unsigned long)map + 16 + i;
 	}
-	end = n + UU_UNMAPPED + listed;
+	end = n + UU_UNMAPPED + (listed == 1);
 	for (i = n; i < end; i++) {
 		frames[2 * i] = (unsigned long)&frames[2 * i + 2];
 		frames[2 * i + 1] = UU_UNMAPPED_AT + 8 * (i - n);
 	}
-	if (listed)
+	if (listed == 1)
 		frames[2 * (end - 1) + 1] = UU_KERNEL_AT;
 	frames[2 * i] = 0;
 	frames[2 * i + 1] = 0;
@@ -172,6 +173,8 @@ int main(int argc, char **argv)
 		return uu_many_files(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc > 1 && !strcmp(argv[1], "-f"))
 		return uu_stack_of(argc - 3, argv + 3, 1, argc > 2 ? atoi(argv[2]) : 5, 20000);
-	return uu_stack_of(argc > 1 ? atoi(argv[1]) : 40, argc > 3 ? argv + 3 : lib, 0,
-			   argc > 2 ? atoi(argv[2]) : 5, 20000);
+	if (argc > 4 && argc - 3 < atoi(argv[1]))
+		return 2;
+	return uu_stack_of(argc > 1 ? atoi(argv[1]) : 40, argc > 3 ? argv + 3 : lib,
+			   argc > 4 ? 2 : 0, argc > 2 ? atoi(argv[2]) : 5, 20000);
 }

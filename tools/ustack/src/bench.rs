@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! `ustack --bench`: a large synthetic trace.dat (version 6, the formats of a real
-//! recording, stacks of 32 frames in this machine's libc), then the trace.dat read rate and
-//! the symbolization rate once each file's data is loaded, printed as figures.
+//! recording, stacks of 32 frames in this machine's libc) written to a file, then `ustack`
+//! run on it as a user would, writing all five outputs: its time and peak memory are the
+//! figures, with the symbolization rate once libc's data is loaded.
 
-use std::path::Path;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::error::{Error, Result};
@@ -12,6 +14,13 @@ use crate::format::Format;
 use crate::join::{self, Frame};
 use crate::symbolize::{Options, Symbolizer};
 use crate::tracedat::TraceDat;
+
+/// A line of figures; standard output closed (`| head`) is not an error.
+macro_rules! say {
+    ($($t:tt)*) => {
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    };
+}
 
 /// A recording of the guest's, for its formats.
 const FIXTURE: &[u8] = include_bytes!("../tests/fixtures/v6.dat");
@@ -57,16 +66,28 @@ impl<'a> Rec<'a> {
     }
 }
 
-/// Pages of one CPU, filled in order, each event 1 ns after the last.
-#[derive(Default)]
-struct Pages {
-    data: Vec<u8>,
+/// Pages of one CPU, filled in order, each event 1 ns after the last, written out as
+/// each fills.
+struct Pages<W: Write> {
+    out: W,
+    written: u64,
     page: Vec<u8>,
     page_ts: u64,
     ts: u64,
+    err: Option<std::io::Error>,
 }
 
-impl Pages {
+impl<W: Write> Pages<W> {
+    fn new(out: W) -> Self {
+        Pages {
+            out,
+            written: 0,
+            page: Vec::new(),
+            page_ts: 0,
+            ts: 0,
+            err: None,
+        }
+    }
     fn push(&mut self, rec: &[u8]) {
         let words = rec.len().div_ceil(4);
         let len = 4 + if words <= 28 {
@@ -102,13 +123,18 @@ impl Pages {
         p.extend_from_slice(&(self.page.len() as u64).to_le_bytes());
         p.extend_from_slice(&self.page);
         p.resize(PAGE, 0);
-        self.data.extend_from_slice(&p);
+        if let Err(e) = self.out.write_all(&p) {
+            self.err.get_or_insert(e);
+        }
+        self.written += PAGE as u64;
         self.page.clear();
     }
 }
 
-/// A version 6 trace.dat of one CPU holding `pages`, with the fixture's formats.
-fn write_v6(formats: &[(String, Vec<u8>)], cpu_data: &[u8]) -> Vec<u8> {
+/// The head of a version 6 trace.dat of one CPU with the fixture's formats, up to its
+/// data at the returned offset; the data's size is patched at `returned - 8`... see
+/// `synthetic_file`.
+fn write_v6(formats: &[(String, Vec<u8>)], cpu_data_len: u64) -> (Vec<u8>, usize) {
     let mut f = Vec::new();
     f.extend_from_slice(b"\x17\x08\x44tracing6\0\0\x08");
     f.extend_from_slice(&(PAGE as u32).to_le_bytes());
@@ -142,15 +168,22 @@ fn write_v6(formats: &[(String, Vec<u8>)], cpu_data: &[u8]) -> Vec<u8> {
     f.extend_from_slice(b"flyrecord\0");
     let data_at = (f.len() + 16).div_ceil(PAGE) * PAGE;
     f.extend_from_slice(&(data_at as u64).to_le_bytes());
-    f.extend_from_slice(&(cpu_data.len() as u64).to_le_bytes());
+    let size_at = f.len();
+    f.extend_from_slice(&cpu_data_len.to_le_bytes());
     f.resize(data_at, 0);
-    f.extend_from_slice(cpu_data);
-    f
+    (f, size_at)
 }
 
-/// The synthetic trace: `stacks` syscalls of task 4242, each with its cookie and a stack
-/// of `depth` frames at `distinct` offsets spread over libc's text.
-pub fn synthetic(stacks: usize, depth: usize, distinct: usize) -> Result<Vec<u8>> {
+/// The synthetic trace, written to `path`: `stacks` syscalls of task 4242, each with its
+/// cookie and a stack of `depth` frames at `distinct` offsets spread over libc's text.
+/// Returns its size and its number of events.
+pub fn synthetic_file(
+    path: &Path,
+    stacks: usize,
+    depth: usize,
+    distinct: usize,
+    uniq: usize,
+) -> Result<(u64, usize)> {
     let t = TraceDat::parse(FIXTURE)?;
     let need = |s: &str, n: &str| {
         t.format_named(s, n)
@@ -167,20 +200,27 @@ pub fn synthetic(stacks: usize, depth: usize, distinct: usize) -> Result<Vec<u8>
     let text = crate::elf::loads(libc)
         .and_then(|l| l.into_iter().find(|l| l.filesz > 0x10000 && l.offset > 0))
         .ok_or_else(|| Error::new(format!("{LIBC}: no text segment")))?;
+    let io = |e: std::io::Error| Error::new(format!("{}: {e}", path.display()));
+    let mut file = std::fs::File::create(path).map_err(io)?;
+    let (head, size_at) = write_v6(&t.format_texts, 0);
+    file.write_all(&head).map_err(io)?;
     const FILE: u64 = 0x5eed_f11e_c0de_0001;
-    let mut pages = Pages::default();
+    let mut pages = Pages::new(std::io::BufWriter::with_capacity(1 << 20, &mut file));
     let rec = Rec::new(fc, 4242)
         .int("cookie", FILE)
         .int("build_id_len", build_id.len() as u64)
         .dynamic("path", format!("{LIBC}\0").as_bytes())
         .dynamic("build_id", &build_id);
     pages.push(&rec.buf);
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut offs = Vec::with_capacity(4 * depth);
     for i in 0..stacks {
         let c = (i as u64 + 1) << 12 | 1;
+        // Stack i is the same as stack i % uniq.
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64
+            ^ ((i % uniq.max(1)) as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
         pages.push(&Rec::new(sys, 4242).int("id", 110).buf);
         pages.push(&Rec::new(cookie, 4242).int("cookie", c).buf);
-        let mut offs = Vec::with_capacity(4 * depth);
+        offs.clear();
         for _ in 0..depth {
             rng ^= rng << 13;
             rng ^= rng >> 7;
@@ -199,68 +239,120 @@ pub fn synthetic(stacks: usize, depth: usize, distinct: usize) -> Result<Vec<u8>
         pages.push(&rec.buf);
     }
     pages.flush();
-    Ok(write_v6(&t.format_texts, &pages.data))
+    let written = pages.written;
+    if let Some(e) = pages.err.take() {
+        return Err(io(e));
+    }
+    pages.out.flush().map_err(io)?;
+    drop(pages);
+    file.seek(SeekFrom::Start(size_at as u64)).map_err(io)?;
+    file.write_all(&written.to_le_bytes()).map_err(io)?;
+    Ok((head.len() as u64 + written, 1 + 3 * stacks))
 }
 
-/// Build the synthetic trace, read it, join it and symbolize every frame; print figures.
-pub fn run(stacks: usize, depth: usize, distinct: usize) -> Result<()> {
+/// Build the synthetic trace in a file, run `ustack` on it writing all five outputs, and
+/// print its time and peak memory; then the symbolization rate.
+pub fn run(stacks: usize, depth: usize, distinct: usize, uniq: usize) -> Result<()> {
+    // $USTACK_BENCH_DIR keeps the trace and the outputs there.
+    let keep = std::env::var_os("USTACK_BENCH_DIR").map(PathBuf::from);
+    let dir = keep.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("ustack-bench-{}", std::process::id()))
+    });
+    std::fs::create_dir_all(&dir).map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
+    // The trace is removed however the run ends (a panic, standard output closed).
+    struct Cleanup(Option<PathBuf>);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            if let Some(d) = &self.0 {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
+    }
+    let _cleanup = Cleanup(keep.is_none().then(|| dir.clone()));
+    run_in(&dir, stacks, depth, distinct, uniq)
+}
+
+fn run_in(dir: &Path, stacks: usize, depth: usize, distinct: usize, uniq: usize) -> Result<()> {
+    let trace = dir.join("trace.dat");
     let t0 = Instant::now();
-    let file = synthetic(stacks, depth, distinct)?;
+    let (size, events) = synthetic_file(&trace, stacks, depth, distinct, uniq)?;
     let built = t0.elapsed();
-
-    let t0 = Instant::now();
-    let loaded = crate::load(&file)?;
-    let read = t0.elapsed();
-    let (samples, stats) = join::join(&loaded.events);
-    let joined = t0.elapsed();
-    if stats.stacks != stacks || stats.unresolved_frames != 0 {
-        return Err(Error::new(format!(
-            "the synthetic trace joined wrong: {stats:?}"
-        )));
-    }
-
-    let mut sym = Symbolizer::new(Options::default());
-    let frames: Vec<(&Frame, usize)> = samples
-        .iter()
-        .flat_map(|s| s.frames.iter().enumerate().map(|(d, f)| (f, d)))
-        .collect();
-    // Load the file's data (and look every distinct offset up once): the first pass.
-    let t0 = Instant::now();
-    for &(f, d) in &frames {
-        sym.resolve(4242, f, d);
-    }
-    let cold = t0.elapsed();
-    let lookups = sym.lookups;
-    let t0 = Instant::now();
-    let mut named = 0usize;
-    for &(f, d) in &frames {
-        named += usize::from(sym.resolve(4242, f, d).is_some());
-    }
-    let warm = t0.elapsed();
-    let mb = file.len() as f64 / 1e6;
-    println!(
-        "bench: trace.dat {mb:.1} MB, {} events, {stacks} stacks of {depth} frames, {distinct} distinct offsets in {LIBC} (built in {:.2} s)",
-        loaded.events.len(),
+    let mb = size as f64 / 1e6;
+    say!(
+        "bench: trace.dat {mb:.1} MB, {events} events, {stacks} stacks ({} distinct) of {depth} frames, {distinct} distinct offsets in {LIBC} (written in {:.2} s)",
+        uniq.min(stacks),
         built.as_secs_f64()
     );
-    println!(
-        "read: {:.1} MB/s (trace.dat parsed and decoded in {:.3} s; joined by {:.3} s)",
-        mb / read.as_secs_f64(),
-        read.as_secs_f64(),
-        joined.as_secs_f64()
+    let out = |n: &str| -> PathBuf { dir.join(n) };
+    let exe = std::env::current_exe().map_err(|e| Error::new(format!("ustack itself: {e}")))?;
+    let t0 = Instant::now();
+    let o = std::process::Command::new(exe)
+        .arg("--report")
+        .arg(out("report.txt"))
+        .arg("--folded")
+        .arg(out("stacks.folded"))
+        .arg("--svg")
+        .arg(out("flame.svg"))
+        .arg("--speedscope")
+        .arg(out("speedscope.json"))
+        .arg("--pprof")
+        .arg(out("profile.pb.gz"))
+        .arg(&trace)
+        .env("USTACK_PEAK", "1")
+        .output()
+        .map_err(|e| Error::new(format!("running ustack: {e}")))?;
+    let secs = t0.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&o.stderr);
+    if !o.status.success() {
+        return Err(Error::new(format!(
+            "ustack on the synthetic trace failed: {err}"
+        )));
+    }
+    let peak: f64 = err
+        .lines()
+        .find_map(|l| l.strip_prefix("ustack: peak memory "))
+        .and_then(|l| l.trim_end_matches(" kB").parse().ok())
+        .unwrap_or(f64::NAN);
+    let folded = std::fs::read_to_string(out("stacks.folded")).unwrap_or_default();
+    let samples: u64 = folded
+        .lines()
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    if samples != stacks as u64 {
+        return Err(Error::new(format!(
+            "the folded stacks hold {samples} samples, not {stacks}: {err}"
+        )));
+    }
+    say!(
+        "all five outputs: {secs:.2} s, peak memory {:.0} MB ({:.1} MB/s; report, folded, svg, speedscope and pprof of {} lines of folded stacks)",
+        peak / 1024.0,
+        mb / secs,
+        folded.lines().count()
     );
-    println!(
-        "symbolize first pass: {} frames in {:.3} s, {lookups} distinct lookups ({:.0} lookups/s)",
-        frames.len(),
-        cold.as_secs_f64(),
-        lookups as f64 / cold.as_secs_f64()
-    );
-    println!(
-        "symbolize: {:.0} frames/s once loaded ({} frames in {:.3} s, {} named)",
-        frames.len() as f64 / warm.as_secs_f64(),
-        frames.len(),
-        warm.as_secs_f64(),
-        named
+
+    // The symbolization rate once libc's data is loaded, in this process.
+    let mut sym = Symbolizer::new(Options::default());
+    let t = crate::elf::loads(Path::new(LIBC))
+        .and_then(|l| l.into_iter().find(|l| l.filesz > 0x10000 && l.offset > 0))
+        .ok_or_else(|| Error::new(format!("{LIBC}: no text segment")))?;
+    let file = std::rc::Rc::new(join::FileInfo {
+        cookie: 2,
+        path: LIBC.into(),
+        build_id: crate::elf::build_id(Path::new(LIBC)).unwrap_or_default(),
+    });
+    let at = |k: u64| Frame::File {
+        file: std::rc::Rc::clone(&file),
+        offset: t.offset + 16 + k * ((t.filesz - 32) / distinct as u64),
+    };
+    let t0 = Instant::now();
+    let mut named = 0usize;
+    for k in 0..distinct as u64 {
+        named += usize::from(sym.resolve(4242, &at(k), 1).is_some());
+    }
+    let cold = t0.elapsed().as_secs_f64();
+    say!(
+        "symbolize: {distinct} distinct offsets in {cold:.3} s with libc's debug data loaded first ({:.0} lookups/s, {named} named)",
+        distinct as f64 / cold
     );
     Ok(())
 }

@@ -104,6 +104,162 @@ pub fn vaddr(loads: &[Load], off: u64) -> Option<u64> {
         .map(|l| l.vaddr.wrapping_add(off - l.offset))
 }
 
+/// A PLT stub: its address range and `name@plt`.
+pub type Stub = (u64, u64, String);
+
+const MAX_SECTIONS: u64 = 4096;
+const MAX_PLT_RELOCS: u64 = 1 << 20;
+
+/// The PLT stubs of an ELF file, by address, named as objdump names them (`puts@plt`):
+/// entry *i* of `.plt.sec` (or entry *i* + 1 of `.plt`, after the resolver's) jumps
+/// through the GOT slot of relocation *i* of `.rela.plt`, whose symbol names it. x86-64,
+/// i386 and AArch64; nothing for other machines or a file without them.
+pub fn plt_stubs(path: &Path) -> Vec<Stub> {
+    plt_stubs_of(path).unwrap_or_default()
+}
+
+fn plt_stubs_of(path: &Path) -> Option<Vec<Stub>> {
+    let f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let mut ehdr = [0u8; 64];
+    f.read_exact_at(&mut ehdr, 0).ok()?;
+    if &ehdr[..4] != b"\x7fELF" {
+        return None;
+    }
+    let wide = ehdr[4] == 2;
+    let big = ehdr[5] == 2;
+    let rd = |b: &[u8], at: usize, n: usize| -> Option<u64> {
+        let s = b.get(at..at + n)?;
+        let mut v = 0u64;
+        for i in 0..n {
+            let byte = if big { s[i] } else { s[n - 1 - i] };
+            v = (v << 8) | u64::from(byte);
+        }
+        Some(v)
+    };
+    let (entry, plt0) = match rd(&ehdr, 18, 2)? {
+        62 | 3 => (16u64, 16u64),
+        183 => (16, 32),
+        _ => return None,
+    };
+    let w = if wide { 8 } else { 4 };
+    let (shoff, shentsize, shnum, shstrndx) = if wide {
+        (
+            rd(&ehdr, 40, 8)?,
+            rd(&ehdr, 58, 2)?,
+            rd(&ehdr, 60, 2)?,
+            rd(&ehdr, 62, 2)?,
+        )
+    } else {
+        (
+            rd(&ehdr, 32, 4)?,
+            rd(&ehdr, 46, 2)?,
+            rd(&ehdr, 48, 2)?,
+            rd(&ehdr, 50, 2)?,
+        )
+    };
+    if shnum > MAX_SECTIONS || shentsize < if wide { 64 } else { 40 } {
+        return None;
+    }
+    // (name offset, type, addr, offset, size, link, entsize)
+    let mut shdrs = Vec::new();
+    let mut sh = vec![0u8; shentsize as usize];
+    for i in 0..shnum {
+        f.read_exact_at(&mut sh, shoff.checked_add(i * shentsize)?)
+            .ok()?;
+        let g = |o32: usize, o64: usize, n32: usize| {
+            if wide {
+                rd(&sh, o64, if n32 == 4 { 4 } else { 8 })
+            } else {
+                rd(&sh, o32, 4)
+            }
+        };
+        shdrs.push((
+            rd(&sh, 0, 4)?,
+            rd(&sh, 4, 4)?,
+            g(12, 16, 8)?,
+            g(16, 24, 8)?,
+            g(20, 32, 8)?,
+            g(24, 40, 4)?,
+            g(36, 56, 8)?,
+        ));
+    }
+    let read = |off: u64, size: u64| -> Option<Vec<u8>> {
+        if off.checked_add(size)? > len || size > 64 << 20 {
+            return None;
+        }
+        let mut b = vec![0u8; size as usize];
+        f.read_exact_at(&mut b, off).ok()?;
+        Some(b)
+    };
+    let shstr = shdrs.get(shstrndx as usize)?;
+    let names = read(shstr.3, shstr.4)?;
+    let cstr = |b: &[u8], at: u64| -> Option<String> {
+        let s = b.get(at as usize..)?;
+        let n = s.iter().position(|&c| c == 0)?;
+        Some(String::from_utf8_lossy(&s[..n]).into_owned())
+    };
+    let named = |n: &str| {
+        shdrs
+            .iter()
+            .find(|h| cstr(&names, h.0).as_deref() == Some(n))
+    };
+    let rel = named(".rela.plt").or_else(|| named(".rel.plt"))?;
+    let rela = rel.1 == 4;
+    let rsize = match (wide, rela) {
+        (true, _) => 24,
+        (false, true) => 12,
+        (false, false) => 8,
+    };
+    let count = rel.4 / rsize;
+    if count > MAX_PLT_RELOCS {
+        return None;
+    }
+    let rels = read(rel.3, count * rsize)?;
+    let dynsym = shdrs.get(rel.5 as usize)?;
+    let dynstr = shdrs.get(dynsym.5 as usize)?;
+    let syms = read(dynsym.3, dynsym.4)?;
+    let strs = read(dynstr.3, dynstr.4)?;
+    let ssize = if wide { 24 } else { 16 };
+    let mut names_of = Vec::with_capacity(count as usize);
+    for i in 0..count as usize {
+        let info = rd(&rels, i * rsize as usize + w, w)?;
+        let sym = if wide { info >> 32 } else { info >> 8 };
+        let name = (sym != 0)
+            .then(|| rd(&syms, sym as usize * ssize, 4))
+            .flatten()
+            .and_then(|n| cstr(&strs, n))
+            .filter(|n| !n.is_empty());
+        names_of.push(name);
+    }
+    let mut out = Vec::new();
+    let mut add = |start: u64, size: u64, first: u64| {
+        for (i, n) in names_of.iter().enumerate() {
+            let at = start + first + i as u64 * entry;
+            if let Some(n) = n {
+                if at + entry <= start + size {
+                    out.push((at, at + entry, format!("{n}@plt")));
+                }
+            }
+        }
+    };
+    if let Some(sec) = named(".plt.sec") {
+        add(sec.2, sec.4, 0);
+    }
+    if let Some(plt) = named(".plt") {
+        add(plt.2, plt.4, plt0);
+    }
+    out.sort();
+    Some(out)
+}
+
+/// The stub at virtual address `va`.
+pub fn stub_at(stubs: &[Stub], va: u64) -> Option<&str> {
+    let k = stubs.partition_point(|s| s.0 <= va);
+    let s = stubs.get(k.checked_sub(1)?)?;
+    (va < s.1).then_some(s.2.as_str())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +321,34 @@ mod tests {
         assert_eq!(loads(&p), None);
         assert_eq!(build_id(&p), None);
         std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn plt_stubs_are_named_as_objdump_names_them() {
+        let ls = Path::new("/bin/ls");
+        let ours = plt_stubs(ls);
+        let mut want = Vec::new();
+        for sec in [".plt", ".plt.sec"] {
+            let out = std::process::Command::new("objdump")
+                .args(["-d", "-j", sec])
+                .arg(ls)
+                .output()
+                .expect("objdump runs");
+            for l in String::from_utf8_lossy(&out.stdout).lines() {
+                if let Some((a, rest)) = l.split_once(" <") {
+                    if let Some(n) = rest.strip_suffix(">:") {
+                        if n.ends_with("@plt") {
+                            want.push((u64::from_str_radix(a, 16).unwrap(), n.to_string()));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(want.len() > 50, "{want:?}");
+        for (a, n) in &want {
+            assert_eq!(stub_at(&ours, *a), Some(n.as_str()), "{a:#x}");
+            assert_eq!(stub_at(&ours, *a + 15), Some(n.as_str()), "{a:#x}");
+        }
+        assert_eq!(ours.len(), want.len());
     }
 }

@@ -37,11 +37,32 @@ impl Error {
     }
 }
 
+/// A message as shown: control bytes escaped, cut to 300 characters (damaged input ends
+/// up in messages: names, format text).
+pub fn sanitize(msg: &str) -> String {
+    const MAX: usize = 300;
+    let mut out = String::new();
+    for (n, c) in msg.chars().enumerate() {
+        if n >= MAX {
+            out.push_str("...");
+            break;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let msg = sanitize(&self.msg);
         match self.at {
-            Some(at) => write!(f, "{} (at byte {at:#x})", self.msg),
-            None => f.write_str(&self.msg),
+            Some(at) => write!(f, "{msg} (at byte {at:#x})"),
+            None => f.write_str(&msg),
         }
     }
 }

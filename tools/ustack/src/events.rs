@@ -4,10 +4,15 @@
 //! formats) or parsed from the text of the `trace` file: the module's three events, and
 //! every other event as a possible trigger.
 
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::rc::Rc;
+
 use crate::bytes::Endian;
 use crate::error::{Error, Result};
 use crate::format::{Field, Format, Record};
-use crate::tracedat::TraceDat;
+use crate::ringbuf::{self, Missed};
+use crate::tracedat::{CpuReader, TraceDat};
 
 /// One frame of a `user_unwind_stack` record: the value (a file offset, or a raw address
 /// for anonymous memory) and its file cookie (`None`: the record's index was bad).
@@ -35,7 +40,14 @@ pub enum Kind {
     },
     /// Any other event: a possible trigger, named `system:event` (or `event` from text).
     Other {
-        name: String,
+        name: Rc<str>,
+    },
+    /// `task:task_newtask`: task `child` was created by the event's task, as its thread
+    /// (CLONE_THREAD) or as a new process. A possible trigger too.
+    NewTask {
+        name: Rc<str>,
+        child: i32,
+        thread: bool,
     },
 }
 
@@ -44,12 +56,29 @@ pub struct Event {
     pub ts: u64,
     pub cpu: u32,
     pub pid: i32,
-    pub comm: Option<String>,
+    /// The task's thread group, when the trace says (the text's `(tgid)` column).
+    pub tgid: Option<i32>,
+    pub comm: Option<Rc<str>>,
     pub kind: Kind,
 }
 
+impl Kind {
+    /// The name of an event that may trigger a stack.
+    pub fn trigger(&self) -> Option<&Rc<str>> {
+        match self {
+            Kind::Other { name } | Kind::NewTask { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// CLONE_THREAD, in task_newtask's clone_flags.
+const CLONE_THREAD: u64 = 0x10000;
+
 /// Field lookups of the module's events, resolved once from the file's formats.
 struct Layouts {
+    /// task:task_newtask's id, pid and clone_flags.
+    newtask: Option<(u16, Field, Field)>,
     cookie: Option<(u16, Field)>,
     stack: Option<StackFields>,
     file_cache: Option<FileCacheFields>,
@@ -120,7 +149,15 @@ impl Layouts {
             }
             None => None,
         };
+        let newtask = t.format_named("task", "task_newtask").and_then(|f| {
+            Some((
+                f.id,
+                f.field("pid")?.clone(),
+                f.field("clone_flags")?.clone(),
+            ))
+        });
         Ok(Layouts {
+            newtask,
             cookie,
             stack,
             file_cache,
@@ -161,57 +198,227 @@ fn words<T>(b: &[u8], size: usize, f: impl Fn(&[u8]) -> T) -> Vec<T> {
     b.chunks_exact(size).map(f).collect()
 }
 
-/// Decode every event of a trace.dat, in timestamp order. Records of the module's events
-/// too short for their format are skipped and counted in the returned number.
-pub fn from_trace_dat(t: &mut TraceDat) -> Result<(Vec<Event>, usize)> {
-    let layouts = Layouts::new(t)?;
-    let endian = t.endian;
+/// The events of a trace.dat, decoded a page at a time and merged across CPUs in
+/// timestamp order (ties keep CPU order): memory holds a page of each CPU, not the trace.
+/// A damaged page or chunk ends its CPU's events and is listed in `damage`; records of the
+/// module's events too short for their format are skipped and counted in `bad`.
+pub struct DatStream<'a> {
+    pub t: TraceDat,
+    bytes: &'a [u8],
+    layouts: Layouts,
+    names: HashMap<u16, Rc<str>>,
+    comms: HashMap<i32, Rc<str>>,
+    readers: Vec<CpuReader>,
+    queues: Vec<VecDeque<Event>>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    started: bool,
+    pub bad: usize,
+    pub lost: u64,
+    pub damage: Vec<Error>,
+    /// Told of each range of the file read (start, end), when a MiB more has been.
+    release: Option<Box<dyn FnMut(u64, u64) + 'a>>,
+    released: Vec<u64>,
+}
+
+impl<'a> DatStream<'a> {
+    pub fn new(t: TraceDat, bytes: &'a [u8]) -> Result<Self> {
+        let layouts = Layouts::new(&t)?;
+        let names = t
+            .formats
+            .iter()
+            .map(|(id, f)| (*id, Rc::from(f.full_name())))
+            .collect();
+        let comms = t
+            .comms
+            .iter()
+            .map(|(p, c)| (*p, Rc::from(c.as_str())))
+            .collect();
+        let readers: Vec<CpuReader> = t.cpus.iter().map(|c| t.reader(c)).collect();
+        let released = readers.iter().map(CpuReader::position).collect();
+        let damage = t.damage.clone();
+        let lost = t.lost;
+        Ok(DatStream {
+            queues: readers.iter().map(|_| VecDeque::new()).collect(),
+            readers,
+            t,
+            bytes,
+            layouts,
+            names,
+            comms,
+            heap: BinaryHeap::new(),
+            started: false,
+            bad: 0,
+            lost,
+            damage,
+            release: None,
+            released,
+        })
+    }
+
+    /// Call `f(start, end)` with the ranges of the file that have been read, to drop them
+    /// from memory.
+    pub fn on_release(&mut self, f: impl FnMut(u64, u64) + 'a) {
+        self.release = Some(Box::new(f));
+    }
+
+    /// Bytes of the file read so far (event data).
+    pub fn bytes_read(&self) -> u64 {
+        self.readers
+            .iter()
+            .zip(&self.t.cpus)
+            .map(|(r, c)| match c.src {
+                crate::tracedat::CpuSource::Plain { off, .. }
+                | crate::tracedat::CpuSource::Chunks { off, .. } => r.position() - off,
+            })
+            .sum()
+    }
+
+    /// Fill CPU `i`'s queue with the events of its next pages, until it has one.
+    fn refill(&mut self, i: usize) {
+        let DatStream {
+            bytes,
+            layouts,
+            names,
+            comms,
+            readers,
+            queues,
+            bad,
+            lost,
+            damage,
+            t,
+            ..
+        } = self;
+        let endian = t.endian;
+        let r = &mut readers[i];
+        let q = &mut queues[i];
+        while q.is_empty() {
+            let mut res = Ok(Missed::None);
+            let cpu = r.cpu;
+            let got = r.next_page(bytes, |page| {
+                res = ringbuf::parse_page(page, &t.header, endian, |ts, data| {
+                    if let Some(e) = decode_event(layouts, names, comms, endian, cpu, ts, data, bad)
+                    {
+                        q.push_back(e);
+                    }
+                });
+            });
+            match got {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    damage.push(e.context(&format!("CPU {cpu}")));
+                    break;
+                }
+            }
+            match res {
+                Ok(Missed::None) => {}
+                Ok(Missed::Count(n)) => *lost += n,
+                Ok(Missed::Unknown) => *lost += 1,
+                Err(e) => {
+                    damage
+                        .push(e.context(&format!("CPU {cpu} at file offset {:#x}", r.position())));
+                    r.done = true;
+                    break;
+                }
+            }
+        }
+        let pos = readers[i].position();
+        if pos >= self.released[i] + (1 << 20) || readers[i].done {
+            if let Some(f) = self.release.as_mut() {
+                f(self.released[i], pos);
+            }
+            self.released[i] = pos;
+        }
+    }
+}
+
+impl Iterator for DatStream<'_> {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        if !self.started {
+            self.started = true;
+            for i in 0..self.readers.len() {
+                self.refill(i);
+                if let Some(e) = self.queues[i].front() {
+                    self.heap.push(Reverse((e.ts, i)));
+                }
+            }
+        }
+        let Reverse((_, i)) = self.heap.pop()?;
+        let e = self.queues[i].pop_front()?;
+        if self.queues[i].is_empty() {
+            self.refill(i);
+        }
+        if let Some(n) = self.queues[i].front() {
+            self.heap.push(Reverse((n.ts, i)));
+        }
+        Some(e)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn decode_event(
+    layouts: &Layouts,
+    names: &HashMap<u16, Rc<str>>,
+    comms: &HashMap<i32, Rc<str>>,
+    endian: Endian,
+    cpu: u32,
+    ts: u64,
+    data: &[u8],
+    bad: &mut usize,
+) -> Option<Event> {
     let pid_field = Field {
-        name: "common_pid".into(),
+        name: String::new(),
         offset: 4,
         size: 4,
         signed: true,
         data_loc: false,
         rel_loc: false,
     };
-    let comms = t.comms.clone();
-    let names: std::collections::HashMap<u16, String> = t
-        .formats
-        .iter()
-        .map(|(id, f)| (*id, f.full_name()))
-        .collect();
-    let mut out = Vec::new();
-    let mut bad = 0;
-    for raw in t.events() {
-        let r = Record {
-            data: raw.data,
-            endian,
-        };
-        let Some(id) = endian.uint(raw.data, 2).map(|v| v as u16) else {
-            bad += 1;
-            continue;
-        };
-        let pid = r.int(&pid_field).map(|p| p as i32).unwrap_or(-1);
-        let kind = if layouts.is_ours(id) {
-            // A record of ours that does not fit its format is counted.
-            let kind = decode(&layouts, id, &r, endian);
-            bad += usize::from(kind.is_none());
-            kind
-        } else {
-            // An event whose format the file does not have is skipped.
-            names.get(&id).map(|n| Kind::Other { name: n.clone() })
-        };
-        if let Some(kind) = kind {
-            out.push(Event {
-                ts: raw.ts,
-                cpu: raw.cpu,
-                pid,
-                comm: comms.get(&pid).cloned(),
-                kind,
-            });
-        }
-    }
-    Ok((out, bad))
+    let r = Record { data, endian };
+    let Some(id) = endian.uint(data, 2).map(|v| v as u16) else {
+        *bad += 1;
+        return None;
+    };
+    let pid = r.int(&pid_field).map(|p| p as i32).unwrap_or(-1);
+    let kind = if layouts.is_ours(id) {
+        // A record of ours that does not fit its format is counted.
+        let kind = decode(layouts, id, &r, endian);
+        *bad += usize::from(kind.is_none());
+        kind
+    } else {
+        // An event whose format the file does not have is skipped.
+        names.get(&id).map(|n| match &layouts.newtask {
+            Some((nid, child, flags)) if *nid == id => match (r.int(child), r.int(flags)) {
+                (Some(c), Some(f)) => Kind::NewTask {
+                    name: Rc::clone(n),
+                    child: c as i32,
+                    thread: f & CLONE_THREAD != 0,
+                },
+                _ => Kind::Other { name: Rc::clone(n) },
+            },
+            _ => Kind::Other { name: Rc::clone(n) },
+        })
+    };
+    Some(Event {
+        ts,
+        cpu,
+        pid,
+        tgid: None,
+        comm: comms.get(&pid).cloned(),
+        kind: kind?,
+    })
+}
+
+/// Decode every event of a trace.dat, in timestamp order. Records of the module's events
+/// too short for their format are skipped and counted in the returned number.
+pub fn from_trace_dat(t: &mut TraceDat, bytes: &[u8]) -> Result<(Vec<Event>, usize)> {
+    let mut s = DatStream::new(t.clone(), bytes)?;
+    let events: Vec<Event> = s.by_ref().collect();
+    t.damage = s.damage.clone();
+    t.lost = s.lost;
+    Ok((events, s.bad))
 }
 
 fn decode(l: &Layouts, id: u16, r: &Record, endian: Endian) -> Option<Kind> {
@@ -259,48 +466,108 @@ pub struct TextInfo {
 /// Parse the text of the `trace` file (or `trace-cmd report`-like text with the same
 /// line shape). Lines that are not events are skipped.
 pub fn from_text(text: &str) -> (Vec<Event>, TextInfo) {
-    let mut out: Vec<Event> = Vec::new();
-    let mut info = TextInfo::default();
-    for line in text.lines() {
-        if let Some(i) = line.find("[LOST ") {
-            let n: String = line[i + 6..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            if line[i..].contains(" EVENTS]") {
-                info.lost += n.parse::<u64>().unwrap_or(0);
-                continue;
-            }
+    let mut s = TextStream::new(text.as_bytes());
+    let events = s.by_ref().collect();
+    (events, s.info)
+}
+
+/// The events of the text of a trace, a line at a time.
+pub struct TextStream<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    cur: Option<Event>,
+    pub info: TextInfo,
+    /// Lines that were events, and lines in all.
+    pub event_lines: usize,
+    pub lines: usize,
+    /// A `# tracer:` header was seen: the text is a trace, even with no events.
+    pub header: bool,
+}
+
+impl<'a> TextStream<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        TextStream {
+            bytes,
+            pos: 0,
+            cur: None,
+            info: TextInfo::default(),
+            event_lines: 0,
+            lines: 0,
+            header: false,
         }
-        if let Some(c) = line.strip_prefix("# trace_clock:") {
-            info.clock = crate::selected_clock(c);
-            continue;
+    }
+
+    pub fn bytes_read(&self) -> u64 {
+        self.pos as u64
+    }
+
+    fn line(&mut self) -> Option<std::borrow::Cow<'a, str>> {
+        if self.pos >= self.bytes.len() {
+            return None;
         }
-        if let Some(rest) = line.strip_prefix(" => ") {
-            if let Some(Event {
-                kind: Kind::Stack { frames, .. },
-                ..
-            }) = out.last_mut()
-            {
-                if let Some(f) = parse_frame_line(rest) {
-                    frames.push(f);
+        let rest = &self.bytes[self.pos..];
+        let n = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+        self.pos += n + 1;
+        self.lines += 1;
+        let l = &rest[..n];
+        Some(String::from_utf8_lossy(l.strip_suffix(b"\r").unwrap_or(l)))
+    }
+}
+
+fn whole(mut e: Event) -> Event {
+    // A record printed without "frames A-B of N" is the whole stack.
+    if let Kind::Stack { total, frames, .. } = &mut e.kind {
+        if *total == WHOLE {
+            *total = frames.len().try_into().unwrap_or(u16::MAX);
+        }
+    }
+    e
+}
+
+impl Iterator for TextStream<'_> {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        while let Some(line) = self.line() {
+            let line = &*line;
+            if let Some(i) = line.find("[LOST ") {
+                let n: String = line[i + 6..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                if line[i..].contains(" EVENTS]") {
+                    self.info.lost += n.parse::<u64>().unwrap_or(0);
+                    continue;
                 }
             }
-            continue;
-        }
-        if let Some(e) = parse_event_line(line) {
-            out.push(e);
-        }
-    }
-    // A record printed without "frames A-B of N" is the whole stack.
-    for e in &mut out {
-        if let Kind::Stack { total, frames, .. } = &mut e.kind {
-            if *total == WHOLE {
-                *total = frames.len().try_into().unwrap_or(u16::MAX);
+            if line.starts_with("# tracer:") || line.starts_with("cpus=") {
+                self.header = true;
+            }
+            if let Some(c) = line.strip_prefix("# trace_clock:") {
+                self.info.clock = crate::selected_clock(c);
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix(" => ") {
+                if let Some(Event {
+                    kind: Kind::Stack { frames, .. },
+                    ..
+                }) = self.cur.as_mut()
+                {
+                    if let Some(f) = parse_frame_line(rest) {
+                        frames.push(f);
+                    }
+                }
+                continue;
+            }
+            if let Some(e) = parse_event_line(line) {
+                self.event_lines += 1;
+                if let Some(prev) = self.cur.replace(e) {
+                    return Some(whole(prev));
+                }
             }
         }
+        self.cur.take().map(whole)
     }
-    (out, info)
 }
 
 /// The total of a record printed without a range, until its frames are counted.
@@ -322,7 +589,14 @@ fn parse_frame_line(s: &str) -> Option<RawFrame> {
 fn parse_event_line(line: &str) -> Option<Event> {
     let open = line.find(" [")?;
     let close = open + line[open..].find(']')?;
-    let task = line[..open].trim();
+    let mut task = line[..open].trim();
+    // "comm-pid (tgid)" with the record-tgid option.
+    let mut tgid = None;
+    if let Some(t) = task.strip_suffix(')') {
+        let o = t.rfind('(')?;
+        tgid = t[o + 1..].trim().parse().ok();
+        task = t[..o].trim_end();
+    }
     let dash = task.rfind('-')?;
     let pid: i32 = task[dash + 1..].parse().ok()?;
     let comm = task[..dash].to_string();
@@ -371,15 +645,30 @@ fn parse_event_line(line: &str) -> Option<Event> {
             }
         }
         n if n.is_empty() || n.contains(' ') => return None,
-        n => Kind::Other {
-            name: n.to_string(),
-        },
+        "task_newtask" => {
+            let child = dec_field(body, "pid=")?;
+            let flags = u64::from_str_radix(
+                body.split("clone_flags=")
+                    .nth(1)?
+                    .split_whitespace()
+                    .next()?,
+                16,
+            )
+            .ok()?;
+            Kind::NewTask {
+                name: name.into(),
+                child: child as i32,
+                thread: flags & CLONE_THREAD != 0,
+            }
+        }
+        n => Kind::Other { name: n.into() },
     };
     Some(Event {
         ts,
         cpu,
         pid,
-        comm: Some(comm),
+        tgid,
+        comm: Some(comm.into()),
         kind,
     })
 }
@@ -411,6 +700,12 @@ fn unhex(s: &str) -> Vec<u8> {
     (0..s.len() / 2)
         .map_while(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok())
         .collect()
+}
+
+/// A decimal `key=N` of an event's text.
+fn dec_field(body: &str, key: &str) -> Option<i64> {
+    let i = body.find(key)? + key.len();
+    body[i..].split_whitespace().next()?.parse().ok()
 }
 
 fn hex_field(body: &str, key: &str) -> Option<u64> {

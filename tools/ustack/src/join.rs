@@ -58,13 +58,17 @@ pub struct Sample {
     pub ts: u64,
     pub cpu: u32,
     pub pid: i32,
-    pub comm: Option<String>,
+    /// The thread group, when the trace said (else the task is taken as its own).
+    pub tgid: Option<i32>,
+    pub comm: Option<Rc<str>>,
     /// The triggering event's name.
-    pub event: String,
+    pub event: Rc<str>,
     pub cookie: u64,
     pub frames: Vec<Frame>,
     /// All records of the stack were found.
     pub complete: bool,
+    /// The order of its cookie in the trace.
+    pub seq: usize,
 }
 
 /// What the join found and what it could not, every count of something not guessed.
@@ -97,49 +101,185 @@ struct Pending {
     got: usize,
 }
 
-/// Join decoded events (in timestamp order) into samples.
-pub fn join(events: &[Event]) -> (Vec<Sample>, Stats) {
-    let mut st = Stats {
-        events: events.len(),
-        ..Stats::default()
-    };
-    let files = FileTimeline::new(events);
-    st.file_caches = files.count;
-    let mut samples: Vec<Sample> = Vec::new();
-    let triggers = pair_triggers(events);
-    let mut pending: HashMap<(i32, u64), Pending> = HashMap::new();
-    let mut orphan_stacks = HashSet::new();
-    let mut unresolved = HashSet::new();
+/// A sample waiting for its trigger (the next event on its CPU) or its stack.
+struct Waiting {
+    s: Sample,
+    trigger_known: bool,
+    frames_known: bool,
+}
 
-    for (i, e) in events.iter().enumerate() {
+/// The last event seen on a CPU, a possible trigger of the cookie after it.
+struct Last {
+    trigger: Option<Rc<str>>,
+    pid: i32,
+}
+
+/// A stack record some of whose file cookies no `file_cache` before it named: the ones
+/// right after it on its CPU (same task) may.
+struct Awaiting {
+    key: (i32, u64),
+    pid: i32,
+    start: u16,
+    total: u16,
+    frames: Vec<Frame>,
+}
+
+#[derive(Default)]
+struct CpuState {
+    last: Option<Last>,
+    /// A cookie whose trigger may be the next event.
+    waiting: Option<(usize, i32)>,
+    awaiting: Option<Awaiting>,
+}
+
+/// The join, an event at a time: memory holds the stacks not yet complete and the files
+/// of the trace, not its events. Samples come out (through `out`) when their trigger and
+/// stack are both known, so not in trace order: `seq` gives that.
+///
+/// File cookies resolve through one map, cookie to the most recent `file_cache` with it,
+/// for every task: a cookie names a file, whichever process mapped it, and a cookie seen
+/// again with another path names the new one for later stacks.
+#[derive(Default)]
+pub struct Joiner {
+    st: Stats,
+    files: HashMap<u64, Rc<FileInfo>>,
+    waiting: HashMap<usize, Waiting>,
+    next_seq: usize,
+    pending: HashMap<(i32, u64), Pending>,
+    orphan_stacks: HashSet<(i32, u64)>,
+    unresolved: HashSet<u64>,
+    cpus: HashMap<u32, CpuState>,
+    tgids: HashMap<i32, i32>,
+}
+
+impl Joiner {
+    pub fn new() -> Self {
+        Joiner::default()
+    }
+
+    /// The thread group of task `pid`: as the trace said (task_newtask, the text's tgid
+    /// column), else its own.
+    fn tgid(&self, pid: i32) -> i32 {
+        self.tgids.get(&pid).copied().unwrap_or(pid)
+    }
+
+    /// What `cookie` names from now on: the same FileInfo as before if nothing changed,
+    /// so that repeats of a file cost nothing downstream.
+    fn file_info(
+        files: &mut HashMap<u64, Rc<FileInfo>>,
+        cookie: u64,
+        path: &str,
+        build_id: &[u8],
+    ) -> Rc<FileInfo> {
+        if let Some(f) = files.get(&cookie) {
+            if f.path == path && f.build_id == build_id {
+                return Rc::clone(f);
+            }
+        }
+        let f = Rc::new(FileInfo {
+            cookie,
+            path: path.to_string(),
+            build_id: build_id.to_vec(),
+        });
+        files.insert(cookie, Rc::clone(&f));
+        f
+    }
+
+    /// Stacks complete so far.
+    pub fn stacks(&self) -> usize {
+        self.st.stacks
+    }
+
+    /// Take one event, in timestamp order.
+    pub fn push(&mut self, e: Event, out: &mut impl FnMut(Sample)) {
+        self.st.events += 1;
+        let mut cpu = self.cpus.remove(&e.cpu).unwrap_or_default();
+        // File caches repeated right after a stack on its CPU resolve it; anything else
+        // ends the run.
+        if let Some(aw) = cpu.awaiting.as_mut() {
+            match &e.kind {
+                Kind::FileCache {
+                    cookie,
+                    path,
+                    build_id,
+                } if e.pid == aw.pid => {
+                    let info = Self::file_info(&mut self.files, *cookie, path, build_id);
+                    for f in aw.frames.iter_mut() {
+                        if let Frame::Unresolved { cookie: c, value } = *f {
+                            if c == *cookie {
+                                *f = classify(Rc::clone(&info), value);
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    if let Some(aw) = cpu.awaiting.take() {
+                        self.add_part(aw, out);
+                    }
+                }
+            }
+        }
+        // A cookie waiting for the event after it.
+        let mut taken = false;
+        if let Some((seq, pid)) = cpu.waiting.take() {
+            let trigger = match e.kind.trigger() {
+                Some(name) if e.pid == pid => {
+                    taken = true;
+                    Some(Rc::clone(name))
+                }
+                _ => None,
+            };
+            self.set_trigger(seq, trigger, out);
+        }
+        if let Some(t) = e.tgid {
+            self.tgids.insert(e.pid, t);
+        }
         match &e.kind {
             Kind::Other { .. } => {}
+            Kind::NewTask { child, thread, .. } => {
+                let t = if *thread { self.tgid(e.pid) } else { *child };
+                self.tgids.insert(*child, t);
+            }
             Kind::Cookie { cookie } => {
-                st.cookies += 1;
-                let event = match triggers.get(&i).map(|&t| &events[t].kind) {
-                    Some(Kind::Other { name }) => name.clone(),
-                    _ => {
-                        st.cookies_without_trigger += 1;
-                        "(unrecorded event)".to_string()
-                    }
-                };
-                samples.push(Sample {
-                    ts: e.ts,
-                    cpu: e.cpu,
-                    pid: e.pid,
-                    comm: e.comm.clone(),
-                    event,
-                    cookie: *cookie,
-                    frames: Vec::new(),
-                    complete: false,
-                });
-                let p = pending.entry((e.pid, *cookie)).or_insert(Pending {
-                    samples: Vec::new(),
-                    parts: Vec::new(),
-                    total: 0,
-                    got: 0,
-                });
-                p.samples.push(samples.len() - 1);
+                self.st.cookies += 1;
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                self.waiting.insert(
+                    seq,
+                    Waiting {
+                        s: Sample {
+                            ts: e.ts,
+                            cpu: e.cpu,
+                            pid: e.pid,
+                            tgid: self.tgids.get(&e.pid).copied(),
+                            comm: e.comm.clone(),
+                            event: Rc::from("(unrecorded event)"),
+                            cookie: *cookie,
+                            frames: Vec::new(),
+                            complete: false,
+                            seq,
+                        },
+                        trigger_known: false,
+                        frames_known: false,
+                    },
+                );
+                self.pending
+                    .entry((e.pid, *cookie))
+                    .or_insert(Pending {
+                        samples: Vec::new(),
+                        parts: Vec::new(),
+                        total: 0,
+                        got: 0,
+                    })
+                    .samples
+                    .push(seq);
+                match cpu.last.take() {
+                    Some(Last {
+                        trigger: Some(name),
+                        pid,
+                    }) if pid == e.pid => self.set_trigger(seq, Some(name), out),
+                    _ => cpu.waiting = Some((seq, e.pid)),
+                }
             }
             Kind::Stack {
                 cookie,
@@ -148,159 +288,141 @@ pub fn join(events: &[Event]) -> (Vec<Sample>, Stats) {
                 frames,
             } => {
                 let key = (e.pid, *cookie);
-                let Some(p) = pending.get_mut(&key) else {
-                    if orphan_stacks.insert(key) {
-                        st.stacks_without_cookie += 1;
+                if !self.pending.contains_key(&key) {
+                    if self.orphan_stacks.insert(key) {
+                        self.st.stacks_without_cookie += 1;
                     }
-                    continue;
-                };
-                let resolved: Vec<Frame> = frames
-                    .iter()
-                    .map(|f| files.frame(events, i, *f, &mut unresolved))
-                    .collect();
-                p.total = *total;
-                p.got += resolved.len();
-                p.parts.push((*start, resolved));
-                if p.got >= usize::from(p.total) {
-                    if let Some(p) = pending.remove(&key) {
-                        st.stacks += 1;
-                        finish(&mut samples, p, true);
+                } else {
+                    let resolved: Vec<Frame> = frames.iter().map(|f| self.frame(*f)).collect();
+                    let aw = Awaiting {
+                        key,
+                        pid: e.pid,
+                        start: *start,
+                        total: *total,
+                        frames: resolved,
+                    };
+                    if aw
+                        .frames
+                        .iter()
+                        .any(|f| matches!(f, Frame::Unresolved { .. }))
+                    {
+                        cpu.awaiting = Some(aw);
+                    } else {
+                        self.add_part(aw, out);
                     }
                 }
             }
-            Kind::FileCache { .. } => {}
-        }
-    }
-    for (_, p) in pending.drain() {
-        if p.parts.is_empty() {
-            st.cookies_without_stack += p.samples.len();
-        } else {
-            st.stacks += 1;
-            st.incomplete_stacks += 1;
-        }
-        finish(&mut samples, p, false);
-    }
-    for f in samples.iter().flat_map(|s| &s.frames) {
-        st.frames += 1;
-        match f {
-            Frame::Unresolved { .. } => st.unresolved_frames += 1,
-            Frame::BadIndex { .. } => st.bad_index_frames += 1,
-            _ => {}
-        }
-    }
-    st.unresolved_cookies = unresolved.len();
-    (samples, st)
-}
-
-/// Each cookie event's trigger: the index of an event of the same task beside it on its
-/// CPU, before it if that one is free, else after it.
-fn pair_triggers(events: &[Event]) -> HashMap<usize, usize> {
-    let mut per_cpu: HashMap<u32, Vec<usize>> = HashMap::new();
-    for (i, e) in events.iter().enumerate() {
-        per_cpu.entry(e.cpu).or_default().push(i);
-    }
-    let mut pairs = HashMap::new();
-    for seq in per_cpu.values() {
-        let mut taken = HashSet::new();
-        for (k, &i) in seq.iter().enumerate() {
-            if !matches!(events[i].kind, Kind::Cookie { .. }) {
-                continue;
-            }
-            let free = |j: usize| {
-                matches!(events[j].kind, Kind::Other { .. })
-                    && events[j].pid == events[i].pid
-                    && !taken.contains(&j)
-            };
-            let before = k.checked_sub(1).map(|k| seq[k]).filter(|&j| free(j));
-            let after = seq.get(k + 1).copied().filter(|&j| free(j));
-            if let Some(j) = before.or(after) {
-                taken.insert(j);
-                pairs.insert(i, j);
-            }
-        }
-    }
-    pairs
-}
-
-fn finish(samples: &mut [Sample], mut p: Pending, complete: bool) {
-    p.parts.sort_by_key(|(start, _)| *start);
-    let frames: Vec<Frame> = p.parts.into_iter().flat_map(|(_, f)| f).collect();
-    for &i in &p.samples {
-        samples[i].frames = frames.clone();
-        samples[i].complete = complete;
-    }
-}
-
-/// Every `file_cache` by cookie, in event order, to find the one before a stack.
-struct FileTimeline {
-    by_cookie: HashMap<u64, Vec<(usize, Rc<FileInfo>)>>,
-    count: usize,
-}
-
-impl FileTimeline {
-    fn new(events: &[Event]) -> Self {
-        let mut by_cookie: HashMap<u64, Vec<(usize, Rc<FileInfo>)>> = HashMap::new();
-        let mut count = 0;
-        for (i, e) in events.iter().enumerate() {
-            if let Kind::FileCache {
+            Kind::FileCache {
                 cookie,
                 path,
                 build_id,
-            } = &e.kind
-            {
-                count += 1;
-                let list = by_cookie.entry(*cookie).or_default();
-                // A repeat of the same file shares its Rc, so the symbolizer sees one file.
-                let info = match list.last() {
-                    Some((_, last)) if last.path == *path && last.build_id == *build_id => {
-                        Rc::clone(last)
-                    }
-                    _ => Rc::new(FileInfo {
-                        cookie: *cookie,
-                        path: path.clone(),
-                        build_id: build_id.clone(),
-                    }),
-                };
-                list.push((i, info));
+            } => {
+                self.st.file_caches += 1;
+                Self::file_info(&mut self.files, *cookie, path, build_id);
             }
         }
-        FileTimeline { by_cookie, count }
+        cpu.last = Some(Last {
+            trigger: match e.kind.trigger() {
+                Some(name) if !taken => Some(Rc::clone(name)),
+                _ => None,
+            },
+            pid: e.pid,
+        });
+        self.cpus.insert(e.cpu, cpu);
     }
 
-    /// The file cookie `cookie` as of the stack record at `at`.
-    fn lookup(&self, events: &[Event], at: usize, cookie: u64) -> Option<Rc<FileInfo>> {
-        let list = self.by_cookie.get(&cookie)?;
-        let n = list.partition_point(|(i, _)| *i < at);
-        if n > 0 {
-            return Some(Rc::clone(&list[n - 1].1));
+    fn set_trigger(&mut self, seq: usize, name: Option<Rc<str>>, out: &mut impl FnMut(Sample)) {
+        let Some(w) = self.waiting.get_mut(&seq) else {
+            return;
+        };
+        match name {
+            Some(n) => w.s.event = n,
+            None => self.st.cookies_without_trigger += 1,
         }
-        // Repeated right after the stack: same task and CPU, before that CPU's next
-        // event of another kind.
-        let me = &events[at];
-        for (j, e) in events.iter().enumerate().skip(at + 1) {
-            if e.cpu != me.cpu {
-                continue;
-            }
-            match &e.kind {
-                Kind::FileCache { cookie: c, .. } if e.pid == me.pid => {
-                    if *c == cookie {
-                        let (_, f) = list.iter().find(|(i, _)| *i == j)?;
-                        return Some(Rc::clone(f));
-                    }
+        w.trigger_known = true;
+        if w.frames_known {
+            self.emit(seq, out);
+        }
+    }
+
+    fn emit(&mut self, seq: usize, out: &mut impl FnMut(Sample)) {
+        if let Some(w) = self.waiting.remove(&seq) {
+            self.st.frames += w.s.frames.len();
+            for f in &w.s.frames {
+                match f {
+                    Frame::Unresolved { .. } => self.st.unresolved_frames += 1,
+                    Frame::BadIndex { .. } => self.st.bad_index_frames += 1,
+                    _ => {}
                 }
-                _ => break,
             }
+            out(w.s);
         }
-        None
     }
 
-    fn frame(
-        &self,
-        events: &[Event],
-        at: usize,
-        f: RawFrame,
-        unresolved: &mut HashSet<u64>,
-    ) -> Frame {
+    fn add_part(&mut self, aw: Awaiting, out: &mut impl FnMut(Sample)) {
+        for f in &aw.frames {
+            if let Frame::Unresolved { cookie, .. } = f {
+                self.unresolved.insert(*cookie);
+            }
+        }
+        let Some(p) = self.pending.get_mut(&aw.key) else {
+            return;
+        };
+        p.total = aw.total;
+        p.got += aw.frames.len();
+        p.parts.push((aw.start, aw.frames));
+        if p.got >= usize::from(p.total) {
+            if let Some(p) = self.pending.remove(&aw.key) {
+                self.st.stacks += 1;
+                self.finish_stack(p, true, out);
+            }
+        }
+    }
+
+    fn finish_stack(&mut self, mut p: Pending, complete: bool, out: &mut impl FnMut(Sample)) {
+        p.parts.sort_by_key(|(start, _)| *start);
+        let frames: Vec<Frame> = p.parts.into_iter().flat_map(|(_, f)| f).collect();
+        for &seq in &p.samples {
+            if let Some(w) = self.waiting.get_mut(&seq) {
+                w.s.frames = frames.clone();
+                w.s.complete = complete;
+                w.frames_known = true;
+                if w.trigger_known {
+                    self.emit(seq, out);
+                }
+            }
+        }
+    }
+
+    /// The end of the trace: what is still waiting comes out as it is, counted.
+    pub fn finish(mut self, out: &mut impl FnMut(Sample)) -> Stats {
+        let cpus: Vec<u32> = self.cpus.keys().copied().collect();
+        for c in cpus {
+            if let Some(mut cpu) = self.cpus.remove(&c) {
+                if let Some(aw) = cpu.awaiting.take() {
+                    self.add_part(aw, out);
+                }
+                if let Some((seq, _)) = cpu.waiting.take() {
+                    self.set_trigger(seq, None, out);
+                }
+            }
+        }
+        let mut rest: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
+        rest.sort_by_key(|p| p.samples.first().copied());
+        for p in rest {
+            if p.parts.is_empty() {
+                self.st.cookies_without_stack += p.samples.len();
+            } else {
+                self.st.stacks += 1;
+                self.st.incomplete_stacks += 1;
+            }
+            self.finish_stack(p, false, out);
+        }
+        self.st.unresolved_cookies = self.unresolved.len();
+        self.st
+    }
+
+    fn frame(&mut self, f: RawFrame) -> Frame {
         let Some(cookie) = f.file else {
             return Frame::BadIndex { value: f.value };
         };
@@ -310,30 +432,47 @@ impl FileTimeline {
                 name: None,
             };
         }
-        let Some(file) = self.lookup(events, at, cookie) else {
-            unresolved.insert(cookie);
-            return Frame::Unresolved {
+        match self.files.get(&cookie) {
+            Some(file) => classify(Rc::clone(file), f.value),
+            None => Frame::Unresolved {
                 cookie,
                 value: f.value,
-            };
-        };
-        if file.path.starts_with("[anon:") {
-            Frame::Anon {
-                addr: f.value,
-                name: Some(file),
-            }
-        } else if file.path.starts_with('[') {
-            Frame::Special {
-                file,
-                offset: f.value,
-            }
-        } else {
-            Frame::File {
-                file,
-                offset: f.value,
-            }
+            },
         }
     }
+}
+
+/// A frame in a named file: anonymous, special or a file offset, by its path.
+fn classify(file: Rc<FileInfo>, value: u64) -> Frame {
+    if file.path.starts_with("[anon:") {
+        Frame::Anon {
+            addr: value,
+            name: Some(file),
+        }
+    } else if file.path.starts_with('[') {
+        Frame::Special {
+            file,
+            offset: value,
+        }
+    } else {
+        Frame::File {
+            file,
+            offset: value,
+        }
+    }
+}
+
+/// Join decoded events (in timestamp order) into samples, in the order of their cookies.
+pub fn join(events: &[Event]) -> (Vec<Sample>, Stats) {
+    let mut j = Joiner::new();
+    let mut samples = Vec::new();
+    let mut out = |s: Sample| samples.push(s);
+    for e in events {
+        j.push(e.clone(), &mut out);
+    }
+    let st = j.finish(&mut out);
+    samples.sort_by_key(|s| s.seq);
+    (samples, st)
 }
 
 #[cfg(test)]
@@ -345,6 +484,7 @@ mod tests {
             ts,
             cpu,
             pid,
+            tgid: None,
             comm: Some("t".into()),
             kind,
         }
@@ -418,7 +558,7 @@ mod tests {
         ];
         let (s, st) = join(&e);
         assert_eq!(s.len(), 1);
-        assert_eq!(s[0].event, "raw_syscalls:sys_enter");
+        assert_eq!(&*s[0].event, "raw_syscalls:sys_enter");
         assert!(s[0].complete);
         assert_eq!(path(&s[0].frames[0]), "/bin/a+0x10");
         assert_eq!((st.cookies, st.stacks, st.unresolved_frames), (1, 1, 0));
@@ -467,7 +607,7 @@ mod tests {
             cookie(8, 0, 7, 0x100),
         ];
         let (s, st) = join(&e);
-        let names: Vec<&str> = s.iter().map(|s| s.event.as_str()).collect();
+        let names: Vec<&str> = s.iter().map(|s| &*s.event).collect();
         assert_eq!(
             names,
             ["filtered", "plain", "filtered2", "(unrecorded event)"]
@@ -588,7 +728,7 @@ mod tests {
         ];
         let (s, st) = join(&e);
         assert_eq!(s.len(), 2);
-        assert_eq!(s[1].event, "sched:sched_switch");
+        assert_eq!(&*s[1].event, "sched:sched_switch");
         assert_eq!(s[0].frames, s[1].frames);
         assert_eq!(st.stacks, 1);
     }
@@ -637,5 +777,37 @@ mod tests {
             }
         ));
         assert!(s[1].complete && s[1].frames.is_empty());
+    }
+
+    #[test]
+    fn one_file_cache_explains_a_shared_cookie_for_every_process() {
+        // The module's cookie names a file, whichever process maps it: one file_cache,
+        // written for task 5, serves tasks 7 and 8; the cookie seen again with another
+        // path (the file replaced) names the new one for the stacks after it.
+        let e = vec![
+            fc(1, 0, 5, 0xaa, "/lib/a.so"),
+            other(2, 1, 7),
+            cookie(3, 1, 7, 0x100),
+            stack(4, 1, 7, 0x100, 0, 1, &[(0x10, 0xaa)]),
+            other(5, 0, 8),
+            cookie(6, 0, 8, 0x200),
+            stack(7, 0, 8, 0x200, 0, 1, &[(0x20, 0xaa)]),
+            fc(8, 1, 9, 0xaa, "/lib/b.so"),
+            other(9, 1, 7),
+            cookie(10, 1, 7, 0x300),
+            stack(11, 1, 7, 0x300, 0, 1, &[(0x30, 0xaa)]),
+        ];
+        let (s, st) = join(&e);
+        let paths: Vec<String> = s.iter().map(|s| path(&s.frames[0])).collect();
+        assert_eq!(
+            paths,
+            ["/lib/a.so+0x10", "/lib/a.so+0x20", "/lib/b.so+0x30"]
+        );
+        assert_eq!(st.unresolved_frames, 0);
+        // The same file for both tasks is one FileInfo.
+        match (&s[0].frames[0], &s[1].frames[0]) {
+            (Frame::File { file: a, .. }, Frame::File { file: b, .. }) => assert!(Rc::ptr_eq(a, b)),
+            other => panic!("{other:?}"),
+        }
     }
 }

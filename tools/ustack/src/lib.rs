@@ -11,12 +11,14 @@
 
 pub mod bench;
 pub mod bytes;
+pub mod debuginfod;
 pub mod elf;
 pub mod error;
 pub mod events;
 pub mod format;
 pub mod join;
 pub mod output;
+pub mod record;
 pub mod ringbuf;
 pub mod stacks;
 pub mod symbolize;
@@ -69,23 +71,117 @@ pub struct Loaded {
     pub kind: &'static str,
 }
 
-/// Read a trace.dat or the text of the `trace` file.
-pub fn load(bytes: &[u8]) -> Result<Loaded> {
-    if tracedat::is_trace_dat(bytes) {
-        let mut t = tracedat::TraceDat::parse(bytes)?;
-        let (events, bad_records) = events::from_trace_dat(&mut t)?;
-        return Ok(Loaded {
-            events,
-            clock: t.clock.clone(),
-            lost: t.lost,
-            bad_records,
-            damage: t.damage.clone(),
-            kind: if t.version == 6 {
-                "trace.dat v6"
-            } else {
-                "trace.dat v7"
+/// The events of a trace, read as they are asked for.
+pub enum Source<'a> {
+    Dat(Box<events::DatStream<'a>>),
+    Text(events::TextStream<'a>),
+}
+
+/// What a trace said besides its events, once they are read.
+pub struct Summary {
+    pub clock: Option<String>,
+    pub lost: u64,
+    pub bad_records: usize,
+    pub damage: Vec<error::Error>,
+    pub kind: &'static str,
+    /// Set when the input turned out not to be a trace at all.
+    pub not_a_trace: Option<String>,
+    /// The instances of the file that were not read.
+    pub other_instances: Vec<String>,
+}
+
+impl Iterator for Source<'_> {
+    type Item = Event;
+    fn next(&mut self) -> Option<Event> {
+        match self {
+            Source::Dat(d) => d.next(),
+            Source::Text(t) => t.next(),
+        }
+    }
+}
+
+impl<'a> Source<'a> {
+    /// Bytes of the input read so far.
+    pub fn bytes_read(&self) -> u64 {
+        match self {
+            Source::Dat(d) => d.bytes_read(),
+            Source::Text(t) => t.bytes_read(),
+        }
+    }
+
+    /// Ranges of the file read are passed to `f`, to drop them from memory.
+    pub fn on_release(&mut self, f: impl FnMut(u64, u64) + 'a) {
+        if let Source::Dat(d) = self {
+            d.on_release(f);
+        }
+    }
+
+    pub fn summary(&self) -> Summary {
+        match self {
+            Source::Dat(d) => Summary {
+                clock: d.t.clock.clone(),
+                lost: d.lost,
+                bad_records: d.bad,
+                damage: d.damage.clone(),
+                kind: if d.t.version == 6 {
+                    "trace.dat v6"
+                } else {
+                    "trace.dat v7"
+                },
+                not_a_trace: None,
+                other_instances: d
+                    .t
+                    .instances
+                    .iter()
+                    .filter(|i| Some(*i) != d.t.instance.as_ref())
+                    .cloned()
+                    .collect(),
             },
-        });
+            Source::Text(t) => Summary {
+                clock: t.info.clock.clone(),
+                lost: t.info.lost,
+                bad_records: 0,
+                damage: Vec::new(),
+                kind: "text",
+                not_a_trace: (t.event_lines == 0 && !t.header).then(|| {
+                    format!(
+                        "not a trace: none of its {} lines is an event of the trace file's text, \
+                         and it is not a trace.dat",
+                        t.lines
+                    )
+                }),
+                other_instances: Vec::new(),
+            },
+        }
+    }
+}
+
+/// What a file that is not a trace is, from its first bytes.
+fn not_a_trace(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x7fELF") {
+        return Some("an ELF file, not a trace (ustack reads trace-cmd's trace.dat or the text of the trace file)");
+    }
+    if bytes.starts_with(b"PERFILE2") || bytes.starts_with(b"PERFFILE") {
+        return Some("a perf.data file (perf record's), not a trace: perf report reads it; ustack reads trace-cmd's trace.dat");
+    }
+    let head = &bytes[..bytes.len().min(4096)];
+    if head.contains(&0) {
+        return Some("binary data, not a trace (ustack reads trace-cmd's trace.dat or the text of the trace file)");
+    }
+    None
+}
+
+/// Start reading a trace.dat or the text of the `trace` file; the metadata is read and
+/// checked now, the events as they are asked for.
+pub fn open(bytes: &[u8]) -> Result<Source<'_>> {
+    open_instance(bytes, None)
+}
+
+/// [`open`], reading instance `instance` of a trace.dat (`None`: the top one).
+pub fn open_instance<'a>(bytes: &'a [u8], instance: Option<&str>) -> Result<Source<'a>> {
+    if tracedat::is_trace_dat(bytes) {
+        let t = tracedat::TraceDat::parse_instance(bytes, instance)?;
+        return Ok(Source::Dat(Box::new(events::DatStream::new(t, bytes)?)));
     }
     if bytes.is_empty() {
         return Err(error::Error::new("empty file"));
@@ -93,14 +189,31 @@ pub fn load(bytes: &[u8]) -> Result<Loaded> {
     if bytes.starts_with(b"\x17\x08\x44") || tracedat::MAGIC.starts_with(bytes) {
         return Err(error::Error::at("truncated or damaged trace.dat header", 0));
     }
-    let text = String::from_utf8_lossy(bytes);
-    let (events, info) = events::from_text(&text);
+    if let Some(what) = not_a_trace(bytes) {
+        return Err(error::Error::new(what));
+    }
+    if let Some(i) = instance {
+        return Err(error::Error::new(format!(
+            "instance '{i}': the text of a trace file is one instance's"
+        )));
+    }
+    Ok(Source::Text(events::TextStream::new(bytes)))
+}
+
+/// Read a trace.dat or the text of the `trace` file, all of it.
+pub fn load(bytes: &[u8]) -> Result<Loaded> {
+    let mut src = open(bytes)?;
+    let events: Vec<Event> = src.by_ref().collect();
+    let s = src.summary();
+    if let Some(e) = s.not_a_trace {
+        return Err(error::Error::new(e));
+    }
     Ok(Loaded {
         events,
-        clock: info.clock,
-        lost: info.lost,
-        bad_records: 0,
-        damage: Vec::new(),
-        kind: "text",
+        clock: s.clock,
+        lost: s.lost,
+        bad_records: s.bad_records,
+        damage: s.damage,
+        kind: s.kind,
     })
 }

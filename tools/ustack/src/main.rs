@@ -4,28 +4,39 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use ustack::error::{Error, Result};
-use ustack::stacks::Filter;
+use ustack::output::{SortKey, View};
+use ustack::stacks::{escape, Aggregator, Filter};
 use ustack::symbolize::{FileStatus, Options, Symbolizer};
-use ustack::{join, output, stacks};
+use ustack::{join, output};
 
 const USAGE: &str = "\
-usage: ustack [OPTIONS] TRACE
-       ustack --bench [STACKS [DEPTH [DISTINCT]]]
+usage: ustack [OPTIONS] [-i] [TRACE]
+       ustack record [-e EVENT]... [-o FILE] (-- COMMAND [ARGS...] | -p PID)
+       ustack --bench [STACKS [DEPTH [OFFSETS [DISTINCT_STACKS]]]]
 
-TRACE is a trace.dat from trace-cmd record (file version 6 or 7, compressed or not) or the
-text of /sys/kernel/tracing/trace. Without an output option the top stacks are printed.
+TRACE (or -i TRACE; trace.dat if none) is a trace.dat from trace-cmd record (file
+version 6 or 7, compressed or not) or the text of /sys/kernel/tracing/trace. Without an
+output option the report is printed.
 
-Outputs (each FILE may be - for standard output):
-  --report FILE        top stacks with counts and percentages (perf report --stdio style)
+Outputs (each FILE may be - for standard output, for one of them):
+  --report FILE        functions (self, children) and top stacks, perf report style
+  -o FILE              the report to FILE
   --folded FILE        folded stacks, 'event;outer;...;inner COUNT', for flame graph tools
-  --svg FILE           a flame graph
+  --svg FILE           a flame graph (click to zoom, search)
+  --diff BASE          the flame graph coloured by the change from trace BASE
   --speedscope FILE    speedscope JSON
   --pprof FILE         pprof profile.proto, gzipped
+  --perf-script FILE   perf script's text: each sample's event line, then its frames
   --top N              stacks in the report (default 10)
+  --sort KEYS          the report's function view by these of function,file,comm,pid
+                       (comma-separated; default function,file)
+  --percent-limit P    leave out report entries under P% of the samples
+  -G, --caller         report stacks outermost frame first (default: innermost first)
   --task               a comm-pid level under the event
-  --lines              file:line in folded and flame graph labels
+  --lines              file:line in labels (and stacks told apart by line)
 
 Finding the files (the paths are the traced machine's):
   --sysroot DIR        look for every path under DIR
@@ -36,21 +47,125 @@ Finding the files (the paths are the traced machine's):
 
 Filters (repeatable; a sample passes if it matches one of each kind given):
   --pid PID  --comm COMM  --event NAME (system:event or event)
+  --tgid TGID          the threads of a process (from task:task_newtask events or the
+                       text's tgid column; a task not created in the trace is its own)
+  --cpu CPUS           the CPU of the sample's event: 0,2-3
+  --time START,END     trace seconds, as perf and trace-cmd print them (an end may be empty)
+
+Instances (trace-cmd record -B):
+  --instance NAME      read this instance's buffer instead of the top one
 
   -q, --quiet          no summary on standard error
+  -V, --version        the version
 ";
+
+const RECORD_USAGE: &str = "\
+usage: ustack record [-e EVENT]... [-o FILE] [-C CLOCK] -- COMMAND [ARGS...]
+       ustack record [-e EVENT]... [-o FILE] [-C CLOCK] -p PID
+
+Runs trace-cmd record with the user_unwind events, task:task_newtask and the events
+given (sched:sched_switch if none), clock global, on COMMAND and its children or on
+process PID (until Ctrl-C), into FILE (trace.dat). Checks first that the module is loaded
+and its option file there, then that the option came on, and reads what was recorded.
+
+  -e EVENT             an event whose stacks to record (system:event; repeatable)
+  -p PID               record a running process
+  -o FILE              the trace.dat to write (default trace.dat)
+  -C CLOCK             the trace clock (default global)
+  --trace-cmd PATH     the trace-cmd to run
+";
+
+fn record_main() -> ExitCode {
+    use lexopt::prelude::*;
+    let (trace_cmd, sys) = ustack::record::defaults();
+    let mut r = ustack::record::Record {
+        events: Vec::new(),
+        pid: None,
+        command: Vec::new(),
+        output: PathBuf::from("trace.dat"),
+        clock: "global".into(),
+        trace_cmd,
+        sys,
+    };
+    let usage = |e: String| {
+        eprintln!(
+            "ustack record: {}\nTry 'ustack record --help' for more information.",
+            escape(&e)
+        );
+        ExitCode::from(2)
+    };
+    let mut p = lexopt::Parser::from_args(std::env::args_os().skip(2));
+    loop {
+        let arg = match p.next() {
+            Ok(Some(a)) => a,
+            Ok(None) => break,
+            Err(e) => return usage(e.to_string()),
+        };
+        let v = |p: &mut lexopt::Parser| value(p);
+        let r2 = match arg {
+            Short('e') | Long("event") => v(&mut p).map(|e| r.events.push(e)),
+            Short('o') | Long("output") => os_value(&mut p).map(|o| r.output = o.into()),
+            Short('C') | Long("clock") => v(&mut p).map(|c| r.clock = c),
+            Long("trace-cmd") => os_value(&mut p).map(|t| r.trace_cmd = t.into()),
+            Short('p') | Long("pid") => v(&mut p).and_then(|s| {
+                s.parse()
+                    .map(|n| r.pid = Some(n))
+                    .map_err(|_| "-p wants a number".to_string())
+            }),
+            Short('h') | Long("help") => {
+                print!("{RECORD_USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            Value(c) => {
+                r.command.push(c.to_string_lossy().into_owned());
+                r.command.extend(
+                    p.raw_args()
+                        .map(|mut a| {
+                            a.by_ref()
+                                .map(|x| x.to_string_lossy().into_owned())
+                                .collect::<Vec<_>>()
+                        })
+                        .unwrap_or_default(),
+                );
+                Ok(())
+            }
+            _ => Err(arg.unexpected().to_string()),
+        };
+        if let Err(e) = r2 {
+            return usage(e);
+        }
+    }
+    if r.command.is_empty() == r.pid.is_none() {
+        return usage("give a command (after --) or -p PID, one of them".into());
+    }
+    match r.run() {
+        Ok(lines) => {
+            for l in lines {
+                eprintln!("ustack: {}", escape(&l));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ustack record: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+const HINT: &str = "Try 'ustack --help' for more information.";
 
 #[derive(Default)]
 struct Args {
     trace: Option<PathBuf>,
     outputs: Vec<(String, String)>,
-    top: usize,
-    task: bool,
+    view: View,
     lines: bool,
     quiet: bool,
     opts: Options,
     filter: Filter,
     bench: Option<Vec<usize>>,
+    diff: Option<PathBuf>,
+    instance: Option<String>,
 }
 
 /// An option's value, as given (a path).
@@ -70,19 +185,44 @@ fn utf8(v: std::ffi::OsString) -> std::result::Result<String, String> {
 
 fn parse_args() -> std::result::Result<Args, String> {
     use lexopt::prelude::*;
-    let mut a = Args {
-        top: 10,
-        ..Args::default()
-    };
+    let mut a = Args::default();
     let mut p = lexopt::Parser::from_env();
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
-            Long(o @ ("report" | "folded" | "svg" | "speedscope" | "pprof")) => {
+            Long(o @ ("report" | "folded" | "svg" | "speedscope" | "pprof" | "perf-script")) => {
                 let o = o.to_string();
                 a.outputs.push((o, value(&mut p)?));
             }
-            Long("top") => a.top = value(&mut p)?.parse().map_err(|_| "--top wants a number")?,
-            Long("task") => a.task = true,
+            Short('o') => a.outputs.push(("report".into(), value(&mut p)?)),
+            Short('i') | Long("input") => {
+                if a.trace.is_some() {
+                    return Err("one trace at a time".into());
+                }
+                a.trace = Some(os_value(&mut p)?.into());
+            }
+            Long("top") => {
+                a.view.top = value(&mut p)?.parse().map_err(|_| "--top wants a number")?
+            }
+            Long("sort") => {
+                a.view.sort = value(&mut p)?
+                    .split(',')
+                    .map(|k| {
+                        SortKey::parse(k.trim()).ok_or_else(|| {
+                            format!("--sort: unknown key '{k}' (function, file, comm, pid)")
+                        })
+                    })
+                    .collect::<std::result::Result<_, _>>()?;
+            }
+            Long("percent-limit") => {
+                a.view.percent_limit = value(&mut p)?
+                    .trim_end_matches('%')
+                    .parse()
+                    .map_err(|_| "--percent-limit wants a number")?
+            }
+            Short('G') | Long("caller") | Long("inverted") => a.view.caller_first = true,
+            Long("callee") => a.view.caller_first = false,
+            Long("task") => a.view.task = true,
+            Long("diff") => a.diff = Some(os_value(&mut p)?.into()),
             Long("lines") => a.lines = true,
             Short('q') | Long("quiet") => a.quiet = true,
             Long("sysroot") => a.opts.sysroot = Some(os_value(&mut p)?.into()),
@@ -99,10 +239,29 @@ fn parse_args() -> std::result::Result<Args, String> {
                 .pids
                 .push(value(&mut p)?.parse().map_err(|_| "--pid wants a number")?),
             Long("comm") => a.filter.comms.push(value(&mut p)?),
+            Long("tgid") => a.filter.tgids.push(
+                value(&mut p)?
+                    .parse()
+                    .map_err(|_| "--tgid wants a number")?,
+            ),
+            Long("cpu") => a.filter.cpus.extend(
+                ustack::stacks::parse_cpus(&value(&mut p)?).ok_or("--cpu wants CPUs: 0,2-3")?,
+            ),
+            Long("time") => {
+                a.filter.time = Some(
+                    ustack::stacks::parse_time(&value(&mut p)?)
+                        .ok_or("--time wants START,END in trace seconds (either may be empty)")?,
+                )
+            }
+            Long("instance") => a.instance = Some(value(&mut p)?),
             Long("event") => a.filter.events.push(value(&mut p)?),
             Long("bench") => a.bench = Some(Vec::new()),
             Short('h') | Long("help") => {
                 print!("{USAGE}");
+                std::process::exit(0);
+            }
+            Short('V') | Long("version") => {
+                println!("ustack {}", env!("CARGO_PKG_VERSION"));
                 std::process::exit(0);
             }
             Value(v) if a.bench.is_some() => {
@@ -112,56 +271,275 @@ fn parse_args() -> std::result::Result<Args, String> {
                 }
             }
             Value(v) if a.trace.is_none() => a.trace = Some(v.into()),
+            Value(_) => return Err("one trace at a time".into()),
             _ => return Err(arg.unexpected().to_string()),
         }
     }
-    if a.bench.is_none() && a.trace.is_none() {
-        return Err("no trace given".into());
+    if a.diff.is_some() && !a.outputs.iter().any(|(k, _)| k == "svg") {
+        return Err("--diff BASE colours a flame graph: give --svg FILE too".into());
+    }
+    if a.outputs.iter().filter(|(_, d)| d == "-").count() > 1 {
+        return Err("two outputs to standard output ('-'): give one of them a file".into());
     }
     Ok(a)
 }
 
-fn write_out(dest: &str, data: &[u8]) -> Result<()> {
+/// Standard output went away (`ustack ... | head`): stop quietly.
+fn quiet_on_pipe(e: std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    Error::from(e)
+}
+
+/// Write one output to `dest` (`-`: standard output).
+fn write_out(
+    dest: &str,
+    f: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<()> {
+    use std::io::Write;
     if dest == "-" {
-        use std::io::Write;
-        std::io::stdout().write_all(data)?;
+        let mut o = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        f(&mut o).map_err(quiet_on_pipe)?;
+        o.flush().map_err(quiet_on_pipe)?;
         return Ok(());
     }
-    std::fs::write(dest, data).map_err(|e| Error::new(format!("{dest}: {e}")))
+    let err = |e: std::io::Error| Error::new(format!("{}: {e}", escape(dest)));
+    let file = std::fs::File::create(dest).map_err(err)?;
+    let mut o = std::io::BufWriter::with_capacity(1 << 16, file);
+    f(&mut o).map_err(err)?;
+    o.flush().map_err(err)
+}
+
+/// The input, mapped: a trace.dat's pages are read as they are walked and dropped after.
+enum Input {
+    Map(memmap2::Mmap),
+    Bytes(Vec<u8>),
+}
+
+impl Input {
+    fn open(path: &std::path::Path) -> Result<Input> {
+        let err = |e: std::io::Error| Error::new(format!("{}: {e}", path.display()));
+        let f = std::fs::File::open(path).map_err(err)?;
+        let meta = f.metadata().map_err(err)?;
+        if meta.is_file() && meta.len() > 0 {
+            // SAFETY: the file is only read; one changed under us gives wrong data (or
+            // SIGBUS if cut), as reading it would.
+            if let Ok(m) = unsafe { memmap2::Mmap::map(&f) } {
+                let _ = m.advise(memmap2::Advice::Sequential);
+                return Ok(Input::Map(m));
+            }
+        }
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut &f, &mut v).map_err(err)?;
+        Ok(Input::Bytes(v))
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Input::Map(m) => m,
+            Input::Bytes(v) => v,
+        }
+    }
+
+    /// Drop the pages of `start..end` from memory (they are read again if needed).
+    fn release(&self, start: u64, end: u64) {
+        if let Input::Map(m) = self {
+            let page = 4096u64;
+            let s = start.div_ceil(page) * page;
+            let e = (end / page) * page;
+            if e > s && e <= m.len() as u64 {
+                // SAFETY: a read-only file mapping: the pages come back from the file.
+                let _ = unsafe {
+                    m.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        s as usize,
+                        (e - s) as usize,
+                    )
+                };
+            }
+        }
+    }
+}
+
+/// A progress line on standard error, when it is a terminal and the run is long.
+struct Progress {
+    start: Instant,
+    last: Instant,
+    on: bool,
+    shown: bool,
+}
+
+impl Progress {
+    fn new(quiet: bool) -> Self {
+        use std::io::IsTerminal;
+        Progress {
+            start: Instant::now(),
+            last: Instant::now(),
+            on: !quiet && std::io::stderr().is_terminal(),
+            shown: false,
+        }
+    }
+    fn tick(&mut self, what: impl FnOnce() -> String) {
+        if !self.on
+            || self.start.elapsed().as_millis() < 1000
+            || self.last.elapsed().as_millis() < 250
+        {
+            return;
+        }
+        self.last = Instant::now();
+        self.shown = true;
+        eprint!("\r\x1b[Kustack: {}", what());
+    }
+    fn done(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+            self.shown = false;
+        }
+    }
+}
+
+/// Read a trace, join it and count its samples.
+fn read_trace(
+    path: &std::path::Path,
+    filter: &Filter,
+    instance: Option<&str>,
+    progress: &mut Progress,
+    mut sink: Option<&mut dyn FnMut(&join::Sample)>,
+) -> Result<(Aggregator, join::Stats, ustack::Summary)> {
+    let name = path.display().to_string();
+    let input = Input::open(path)?;
+    let bytes = input.bytes();
+    let total = bytes.len() as u64;
+    let mut src = ustack::open_instance(bytes, instance).map_err(|e| e.context(&escape(&name)))?;
+    src.on_release(|s, e| input.release(s, e));
+    let mut joiner = join::Joiner::new();
+    let mut agg = Aggregator::new(filter.clone());
+    let mut n = 0u64;
+    let mut take = |s: join::Sample| {
+        if let Some(f) = sink.as_mut() {
+            if filter.keeps(&s) {
+                f(&s);
+            }
+        }
+        agg.add(&s);
+    };
+    while let Some(e) = src.next() {
+        joiner.push(e, &mut take);
+        n += 1;
+        if n.is_multiple_of(65536) {
+            let read = src.bytes_read();
+            let d = joiner.stacks();
+            progress.tick(|| {
+                format!(
+                    "{:.0} of {:.0} MB, {n} events, {d} stacks",
+                    read as f64 / 1e6,
+                    total as f64 / 1e6
+                )
+            });
+        }
+    }
+    let st = joiner.finish(&mut take);
+    let summary = src.summary();
+    drop(src);
+    if let Some(e) = &summary.not_a_trace {
+        return Err(Error::new(e.clone()).context(&escape(&name)));
+    }
+    Ok((agg, st, summary))
 }
 
 fn run(a: Args) -> Result<bool> {
     if let Some(b) = &a.bench {
         let get = |i: usize, d: usize| b.get(i).copied().unwrap_or(d);
-        ustack::bench::run(get(0, 100_000), get(1, 32), get(2, 4096))?;
+        let stacks = get(0, 100_000);
+        ustack::bench::run(stacks, get(1, 32), get(2, 4096), get(3, stacks))?;
         return Ok(true);
     }
-    let path = a.trace.clone().unwrap_or_default();
-    let bytes = std::fs::read(&path).map_err(|e| Error::new(format!("{}: {e}", path.display())))?;
-    let loaded = ustack::load(&bytes).map_err(|e| e.context(&path.display().to_string()))?;
-    let (samples, st) = join::join(&loaded.events);
-    let mut sym = Symbolizer::new(a.opts);
-    let p = stacks::profile(&samples, &mut sym, &a.filter, a.task);
+    let path = a
+        .trace
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("trace.dat"));
     let name = path.display().to_string();
+    let mut progress = Progress::new(a.quiet);
+    let mut sym = Symbolizer::new(a.opts.clone());
+    // perf script's text is written sample by sample, as the trace is read.
+    let (agg, st, summary) = match a.outputs.iter().find(|(k, _)| k == "perf-script") {
+        Some((_, dest)) => {
+            let mut r = None;
+            write_out(dest, |w| {
+                let mut err = None;
+                let mut sink = |s: &join::Sample| {
+                    if err.is_none() {
+                        if let Err(e) = output::perf_script_sample(s, &mut sym, w) {
+                            err = Some(e);
+                        }
+                    }
+                };
+                r = Some(read_trace(
+                    &path,
+                    &a.filter,
+                    a.instance.as_deref(),
+                    &mut progress,
+                    Some(&mut sink),
+                ));
+                err.map_or(Ok(()), Err)
+            })?;
+            r.ok_or_else(|| Error::new("no trace read"))??
+        }
+        None => read_trace(&path, &a.filter, a.instance.as_deref(), &mut progress, None)?,
+    };
+    let base = match &a.diff {
+        Some(b) => Some(read_trace(b, &a.filter, a.instance.as_deref(), &mut progress, None)?.0),
+        None => None,
+    };
+    progress.tick(|| "symbolizing".to_string());
+    let (kept, seen) = (agg.samples, agg.seen);
+    let p = agg.profile(&mut sym, a.lines);
+    let base = base.map(|b| b.profile(&mut sym, a.lines));
+    progress.done();
     let mut outputs = a.outputs;
     if outputs.is_empty() {
         outputs.push(("report".into(), "-".into()));
     }
     for (kind, dest) in &outputs {
-        let data = match kind.as_str() {
-            "report" => output::report(&p, a.top).into_bytes(),
-            "folded" => output::folded(&p, a.lines).into_bytes(),
-            "svg" => output::svg(&p, &format!("ustack: {name}"), a.lines).into_bytes(),
-            "speedscope" => output::speedscope(&p, &name).into_bytes(),
-            _ => output::pprof(&p),
-        };
-        write_out(dest, &data)?;
+        let task = a.view.task;
+        match kind.as_str() {
+            "report" => write_out(dest, |w| {
+                w.write_all(output::report(&p, &a.view).as_bytes())
+            })?,
+            "folded" => write_out(dest, |w| output::write_folded(&p, task, w))?,
+            "svg" => write_out(dest, |w| {
+                let svg = match (&base, &a.diff) {
+                    (Some(b), Some(bp)) => output::svg_diff(
+                        &p,
+                        b,
+                        &format!(
+                            "ustack: {} against {}",
+                            escape(&name),
+                            escape(&bp.display().to_string())
+                        ),
+                        task,
+                    ),
+                    _ => output::svg(&p, &format!("ustack: {}", escape(&name)), task),
+                };
+                w.write_all(svg.as_bytes())
+            })?,
+            "speedscope" => write_out(dest, |w| output::write_speedscope(&p, &name, task, w))?,
+            "perf-script" => {}
+            _ => write_out(dest, |w| w.write_all(&output::pprof(&p)))?,
+        }
     }
-    let mut clean = loaded.damage.is_empty();
+    let mut clean = summary.damage.is_empty();
     if !a.quiet {
         eprintln!(
             "ustack: {} ({}): {} events, {} cookies, {} stacks, {} samples kept, {} frames",
-            name, loaded.kind, st.events, st.cookies, st.stacks, p.samples, st.frames
+            escape(&name),
+            summary.kind,
+            st.events,
+            st.cookies,
+            st.stacks,
+            kept,
+            st.frames
         );
         eprintln!(
             "ustack: unresolved: {} frames of {} file cookies; {} cookies without a stack, {} without a trigger, {} stacks without a cookie, {} incomplete; {} bad records, {} events lost",
@@ -171,45 +549,114 @@ fn run(a: Args) -> Result<bool> {
             st.cookies_without_trigger,
             st.stacks_without_cookie,
             st.incomplete_stacks,
-            loaded.bad_records,
-            loaded.lost
+            summary.bad_records,
+            summary.lost
         );
-        if let Some(w) = ustack::clock_warning(loaded.clock.as_deref()) {
-            eprintln!("ustack: warning: {w}");
+        if p.frames_total > 0 {
+            eprintln!(
+                "ustack: named: {} of {} frames of the samples kept ({} unnamed, shown as file+0xoffset)",
+                p.frames_total - p.frames_unnamed,
+                p.frames_total,
+                p.frames_unnamed
+            );
+        }
+        for (id, p) in &sym.fetched {
+            eprintln!(
+                "ustack: debug file of build-id {id} from debuginfod: {}",
+                escape(&p.display().to_string())
+            );
+        }
+        for e in &sym.fetch_errors {
+            eprintln!("ustack: debuginfod: {}", escape(e));
+        }
+        for (f, fb) in sym.fallbacks() {
+            let path = escape(&f.path);
+            let debug = escape(&fb.debug.display().to_string());
+            match &fb.error {
+                Some(e) => eprintln!(
+                    "ustack: {path}: debug file {debug} unusable ({}): symbols from the binary itself ({} frames named)",
+                    escape(e),
+                    fb.frames
+                ),
+                None => eprintln!(
+                    "ustack: {path}: {} frames the debug file {debug} does not name were named from the binary itself",
+                    fb.frames
+                ),
+            }
+        }
+        if let Some(w) = ustack::clock_warning(summary.clock.as_deref()) {
+            eprintln!("ustack: warning: {}", escape(&w));
         }
         for (f, status) in sym.files() {
+            let path = escape(&f.path);
             match status {
                 FileStatus::Ok { .. } => {}
                 FileStatus::Missing => {
-                    eprintln!("ustack: {}: not found (see --sysroot, --map)", f.path)
+                    eprintln!("ustack: {path}: not found (see --sysroot, --map)")
                 }
                 FileStatus::NotElf { host } => {
-                    eprintln!("ustack: {}: {} is not an ELF file", f.path, host.display())
+                    eprintln!(
+                        "ustack: {path}: {} is not an ELF file",
+                        escape(&host.display().to_string())
+                    )
                 }
                 FileStatus::BuildIdMismatch { host, found } => {
                     eprintln!(
-                    "ustack: {}: build-id mismatch: the trace has {}, {} has {}; not symbolized",
-                    f.path,
+                    "ustack: {path}: build-id mismatch: the trace has {}, {} has {}; not symbolized",
                     ustack::symbolize::hex(&f.build_id),
-                    host.display(),
+                    escape(&host.display().to_string()),
                     found.as_deref().map(ustack::symbolize::hex).unwrap_or_else(|| "none".into())
                 )
                 }
             }
         }
     }
-    for d in &loaded.damage {
-        eprintln!("ustack: {name}: damaged: {d}; the events before it were read");
+    if seen == 0 {
+        eprintln!(
+            "ustack: {}: no user stacks: the trace has no user_unwind_cookie event (was the module loaded and its events recorded?)",
+            escape(&name)
+        );
+    } else if kept == 0 {
+        eprintln!("ustack: no sample matched the filters ({seen} samples in the trace)");
+    }
+    if !summary.other_instances.is_empty() {
+        let names: Vec<String> = summary.other_instances.iter().map(|i| escape(i)).collect();
+        eprintln!(
+            "ustack: {}: instances not read: {} (--instance NAME reads one)",
+            escape(&name),
+            names.join(", ")
+        );
+    }
+    for d in &summary.damage {
+        eprintln!(
+            "ustack: {}: damaged: {d}; the events before it were read",
+            escape(&name)
+        );
         clean = false;
+    }
+    if std::env::var_os("USTACK_PEAK").is_some() {
+        if let Some(kb) = peak_kb() {
+            eprintln!("ustack: peak memory {kb} kB");
+        }
     }
     Ok(clean)
 }
 
+/// This process's peak resident memory (VmHWM), in kB.
+fn peak_kb() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    l.split_whitespace().nth(1)?.parse().ok()
+}
+
 fn main() -> ExitCode {
+    if std::env::args_os().nth(1).is_some_and(|a| a == "record") {
+        return record_main();
+    }
     let a = match parse_args() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("ustack: {e}\n{USAGE}");
+            eprintln!("ustack: {}\n{HINT}", escape(&e));
             return ExitCode::from(2);
         }
     };

@@ -1,37 +1,102 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Samples to labelled stacks, counted: the one model every output is written from.
+//! Samples to counted stacks, the one model every output is written from.
+//!
+//! Samples are counted as they come, by what the trace holds (event, task, frames as
+//! (file, offset)): memory grows with the distinct stacks and files, not the events. Each
+//! distinct frame is then symbolized once, and the stacks are counted again by what the
+//! outputs show, so that two stacks printed alike are one: by label (function, file,
+//! `file:line` with `--lines`) for the report, by text for folded stacks, flame graphs and
+//! speedscope. pprof keeps the offsets.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::path::Path;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
 
-use crate::join::{Frame, Sample};
+use crate::join::{FileInfo, Frame, Sample};
 use crate::symbolize::{Sym, Symbolizer};
 
-/// One entry of a stack as the outputs show it.
+/// A fast hash for the stack tables (the multiply-rotate of rustc's FxHasher): their keys
+/// are ids the tool assigned, not text from the trace.
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl IdHasher {
+    fn add(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// Stacks (ids, root first) and their counts.
+pub type Stacks = Vec<(Vec<u32>, u64)>;
+
+pub type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// Control characters (a newline in a file name, a terminal escape) as `\n`, `\x1b`: every
+/// name reaches the text outputs through this.
+pub fn escape(s: &str) -> String {
+    if !s.chars().any(|c| c.is_control()) {
+        return s.to_string();
+    }
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => o.push_str("\\n"),
+            '\t' => o.push_str("\\t"),
+            '\r' => o.push_str("\\r"),
+            c if c.is_control() => o.push_str(&format!("\\x{:02x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// One entry of a stack as the outputs show it (its strings escaped).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Label {
     /// Function name, or `file+0xoffset` when there is none.
     pub name: String,
     /// The file the frame is in (its path in the trace), if any.
     pub module: Option<String>,
-    /// For pprof: the file's build-id (hex) and the frame's offset in it.
-    pub build_id: Option<String>,
-    pub offset: Option<u64>,
+    /// Source file and line: only with `--lines`.
     pub source: Option<String>,
     pub line: Option<u32>,
     pub inlined: bool,
-    /// The root entries (event, task) that are not code.
+    /// The root entries (event, task) and markers that are not code.
     pub synthetic: bool,
 }
 
 impl Label {
-    fn synthetic(name: String) -> Label {
+    fn synthetic(name: &str) -> Label {
         Label {
-            name,
+            name: escape(name),
             module: None,
-            build_id: None,
-            offset: None,
             source: None,
             line: None,
             inlined: false,
@@ -39,19 +104,17 @@ impl Label {
         }
     }
 
-    /// The text of the label in folded stacks and flame graphs; `lines` adds file:line.
-    pub fn text(&self, lines: bool) -> String {
+    /// The text of the label in folded stacks and flame graphs: inlined functions marked
+    /// `_[i]` as FlameGraph's tools do, ` (file:line)` when there is one.
+    pub fn text(&self) -> String {
         let mut s = self.name.clone();
         if self.inlined {
-            s.push_str(" [inlined]");
+            s.push_str("_[i]");
         }
-        if lines {
-            if let (Some(f), Some(l)) = (&self.source, self.line) {
-                let base = Path::new(f).file_name().map(|b| b.to_string_lossy());
-                s.push_str(&format!(" ({}:{l})", base.unwrap_or_default()));
-            }
+        if let (Some(f), Some(l)) = (&self.source, self.line) {
+            s.push_str(&format!(" ({}:{l})", base(f)));
         }
-        // ';' separates frames in folded stacks and a space starts the count.
+        // ';' separates frames in folded stacks.
         s.replace(';', ":")
     }
 }
@@ -59,58 +122,387 @@ impl Label {
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     pub pids: Vec<i32>,
+    /// Thread groups: a sample's task's, as the trace says, else the task's own id.
+    pub tgids: Vec<i32>,
     pub comms: Vec<String>,
     pub events: Vec<String>,
+    /// The CPU the sample's event was recorded on.
+    pub cpus: Vec<u32>,
+    /// Trace time, nanoseconds, both ends included.
+    pub time: Option<(Option<u64>, Option<u64>)>,
 }
 
 impl Filter {
     pub fn keeps(&self, s: &Sample) -> bool {
         let short = s.event.rsplit(':').next().unwrap_or(&s.event);
         (self.pids.is_empty() || self.pids.contains(&s.pid))
-            && (self.comms.is_empty() || s.comm.as_ref().is_some_and(|c| self.comms.contains(c)))
-            && (self.events.is_empty() || self.events.iter().any(|e| *e == s.event || e == short))
+            && (self.tgids.is_empty() || self.tgids.contains(&s.tgid.unwrap_or(s.pid)))
+            && (self.cpus.is_empty() || self.cpus.contains(&s.cpu))
+            && self
+                .time
+                .is_none_or(|(a, b)| a.is_none_or(|a| s.ts >= a) && b.is_none_or(|b| s.ts <= b))
+            && (self.comms.is_empty()
+                || s.comm
+                    .as_ref()
+                    .is_some_and(|c| self.comms.iter().any(|x| **x == **c)))
+            && (self.events.is_empty() || self.events.iter().any(|e| **e == *s.event || e == short))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pids.is_empty()
+            && self.tgids.is_empty()
+            && self.comms.is_empty()
+            && self.events.is_empty()
+            && self.cpus.is_empty()
+            && self.time.is_none()
     }
 }
 
-/// Counted stacks, root first: the event, the task if asked for, outermost frame first.
-#[derive(Debug, Default)]
-pub struct Profile {
-    pub stacks: Vec<(Vec<Label>, u64)>,
-    pub samples: u64,
-    pub first_ts: u64,
-    pub last_ts: u64,
+/// `START,END` in trace seconds (either may be empty), as perf and trace-cmd take it, to
+/// nanoseconds.
+pub fn parse_time(v: &str) -> Option<(Option<u64>, Option<u64>)> {
+    let (a, b) = v.split_once(',')?;
+    let secs = |x: &str| -> Option<Option<u64>> {
+        let x = x.trim();
+        if x.is_empty() {
+            return Some(None);
+        }
+        let f: f64 = x.parse().ok()?;
+        (f >= 0.0 && f.is_finite()).then(|| Some((f * 1e9).round() as u64))
+    };
+    Some((secs(a)?, secs(b)?))
+}
+
+/// `0,2-3` to CPU numbers.
+pub fn parse_cpus(v: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in v.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if b < a || b - a > 4096 {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.trim().parse().ok()?),
+        }
+    }
+    Some(out)
 }
 
 fn base(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-fn frame_labels(sym: &mut Symbolizer, pid: i32, f: &Frame, depth: usize) -> Vec<Label> {
-    let (module, build_id, offset) = match f {
-        Frame::File { file, offset } | Frame::Special { file, offset } => (
-            Some(file.path.clone()),
-            (!file.build_id.is_empty()).then(|| crate::symbolize::hex(&file.build_id)),
-            Some(*offset),
-        ),
-        Frame::Anon { name, addr } => (name.as_ref().map(|n| n.path.clone()), None, Some(*addr)),
-        _ => (None, None, None),
-    };
-    if let Some(syms) = sym.resolve(pid, f, depth) {
-        return syms
+/// A frame as a key: files by index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum FKey {
+    File(u32, u64),
+    Special(u32, u64),
+    Anon(Option<u32>, u64),
+    Unresolved(u64, u64),
+    BadIndex(u64),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct RawStack {
+    event: u32,
+    pid: i32,
+    comm: u32,
+    complete: bool,
+    /// Frame keys, innermost first.
+    frames: Box<[u32]>,
+}
+
+/// Samples counted as they come, by what the trace holds.
+#[derive(Default)]
+pub struct Aggregator {
+    pub filter: Filter,
+    files: Vec<Rc<FileInfo>>,
+    /// Every FileInfo seen, kept alive so that its address is not reused.
+    keep: Vec<Rc<FileInfo>>,
+    file_ptr: HashMap<usize, u32>,
+    file_content: HashMap<(String, Vec<u8>), u32>,
+    fkeys: Vec<FKey>,
+    fkey_ids: IdMap<FKey, u32>,
+    strings: Vec<Rc<str>>,
+    string_ids: HashMap<Rc<str>, u32>,
+    stacks: IdMap<RawStack, u64>,
+    /// Samples kept, and seen before the filter.
+    pub samples: u64,
+    pub seen: u64,
+    first_ts: Option<u64>,
+    last_ts: u64,
+}
+
+impl Aggregator {
+    pub fn new(filter: Filter) -> Self {
+        Aggregator {
+            filter,
+            ..Aggregator::default()
+        }
+    }
+
+    fn string(&mut self, s: &Rc<str>) -> u32 {
+        if let Some(&i) = self.string_ids.get(s) {
+            return i;
+        }
+        self.strings.push(Rc::clone(s));
+        self.string_ids
+            .insert(Rc::clone(s), self.strings.len() as u32 - 1);
+        self.strings.len() as u32 - 1
+    }
+
+    fn file(&mut self, f: &Rc<FileInfo>) -> u32 {
+        let p = Rc::as_ptr(f) as usize;
+        if let Some(&i) = self.file_ptr.get(&p) {
+            return i;
+        }
+        let key = (f.path.clone(), f.build_id.clone());
+        let i = match self.file_content.get(&key) {
+            Some(&i) => i,
+            None => {
+                self.files.push(Rc::clone(f));
+                let i = self.files.len() as u32 - 1;
+                self.file_content.insert(key, i);
+                i
+            }
+        };
+        self.keep.push(Rc::clone(f));
+        self.file_ptr.insert(p, i);
+        i
+    }
+
+    fn fkey(&mut self, f: &Frame) -> u32 {
+        let k = match f {
+            Frame::File { file, offset } => FKey::File(self.file(file), *offset),
+            Frame::Special { file, offset } => FKey::Special(self.file(file), *offset),
+            Frame::Anon { addr, name } => FKey::Anon(name.as_ref().map(|n| self.file(n)), *addr),
+            Frame::Unresolved { cookie, value } => FKey::Unresolved(*cookie, *value),
+            Frame::BadIndex { value } => FKey::BadIndex(*value),
+        };
+        if let Some(&i) = self.fkey_ids.get(&k) {
+            return i;
+        }
+        self.fkeys.push(k);
+        self.fkey_ids.insert(k, self.fkeys.len() as u32 - 1);
+        self.fkeys.len() as u32 - 1
+    }
+
+    /// Count one sample, if the filter keeps it.
+    pub fn add(&mut self, s: &Sample) {
+        self.seen += 1;
+        if !self.filter.keeps(s) {
+            return;
+        }
+        let event = self.string(&s.event);
+        let comm = match &s.comm {
+            Some(c) => self.string(c),
+            None => self.string(&Rc::from("?")),
+        };
+        let frames: Box<[u32]> = s.frames.iter().map(|f| self.fkey(f)).collect();
+        *self
+            .stacks
+            .entry(RawStack {
+                event,
+                pid: s.pid,
+                comm,
+                complete: s.complete,
+                frames,
+            })
+            .or_default() += 1;
+        self.samples += 1;
+        self.first_ts = Some(self.first_ts.map_or(s.ts, |t| t.min(s.ts)));
+        self.last_ts = self.last_ts.max(s.ts);
+    }
+
+    /// Distinct stacks so far, as the trace holds them.
+    pub fn distinct(&self) -> usize {
+        self.stacks.len()
+    }
+
+    /// Symbolize each distinct frame once and count the stacks by what is shown; `lines`
+    /// puts `file:line` in the labels.
+    pub fn profile(self, sym: &mut Symbolizer, lines: bool) -> Profile {
+        let mut p = Profile {
+            samples: self.samples,
+            first_ts: self.first_ts.unwrap_or(0),
+            last_ts: self.last_ts,
+            ..Profile::default()
+        };
+        let hex_ids: Vec<Option<String>> = self
+            .files
             .iter()
-            .map(|s: &Sym| Label {
-                name: s.name.clone(),
-                module: module.clone(),
-                build_id: build_id.clone(),
-                offset,
-                source: s.file.clone(),
-                line: s.line,
-                inlined: s.inlined,
-                synthetic: false,
+            .map(|f| (!f.build_id.is_empty()).then(|| crate::symbolize::hex(&f.build_id)))
+            .collect();
+        // (frame key, return address, pid for anonymous frames) -> symbolized frame.
+        let mut pf_ids: IdMap<(u32, bool, i32), u32> = IdMap::default();
+        let mut pf_labels: Vec<Vec<u32>> = Vec::new();
+        let mut entries: IdMap<(u32, i32, u32, bool, Vec<u32>), u64> = IdMap::default();
+        let mut stacks: Vec<(RawStack, u64)> = self.stacks.into_iter().collect();
+        // Most frequent first, then in the order of the trace's first frames: the order
+        // labels are numbered in, and so ties are broken in, is the same every run.
+        stacks.sort_unstable_by(|a, b| {
+            b.1.cmp(&a.1).then_with(|| {
+                (a.0.event, a.0.pid, a.0.comm, a.0.complete, &a.0.frames).cmp(&(
+                    b.0.event,
+                    b.0.pid,
+                    b.0.comm,
+                    b.0.complete,
+                    &b.0.frames,
+                ))
+            })
+        });
+        for (raw, count) in stacks {
+            let mut frames: Vec<u32> = Vec::new();
+            let mut pfs = Vec::with_capacity(raw.frames.len());
+            for (depth, &fk) in raw.frames.iter().enumerate() {
+                let k = fk;
+                let key = self.fkeys[k as usize];
+                let pid = if matches!(key, FKey::Anon(..)) {
+                    raw.pid
+                } else {
+                    0
+                };
+                let id = (k, depth > 0, pid);
+                let pf = match pf_ids.get(&id) {
+                    Some(&i) => i,
+                    None => {
+                        let frame = rebuild(&self.files, key);
+                        let syms = sym.resolve(raw.pid, &frame, depth);
+                        let (module, build_id, offset) = match key {
+                            FKey::File(f, o) | FKey::Special(f, o) => (
+                                Some(self.files[f as usize].path.clone()),
+                                hex_ids[f as usize].clone(),
+                                Some(o),
+                            ),
+                            FKey::Anon(n, a) => (
+                                n.map(|n| self.files[n as usize].path.clone()),
+                                None,
+                                Some(a),
+                            ),
+                            _ => (None, None, None),
+                        };
+                        let fallback = fallback_name(&frame);
+                        let labels: Vec<u32> = match &syms {
+                            Some(s) => s
+                                .iter()
+                                .map(|s: &Sym| {
+                                    p.label(Label {
+                                        name: escape(&s.name),
+                                        module: module.as_deref().map(escape),
+                                        source: if lines {
+                                            s.file.as_deref().map(escape)
+                                        } else {
+                                            None
+                                        },
+                                        line: if lines { s.line } else { None },
+                                        inlined: s.inlined,
+                                        synthetic: false,
+                                    })
+                                })
+                                .collect(),
+                            None => vec![p.label(Label {
+                                name: escape(&fallback),
+                                module: module.as_deref().map(escape),
+                                source: None,
+                                line: None,
+                                inlined: false,
+                                synthetic: false,
+                            })],
+                        };
+                        p.frames.push(PFrame {
+                            module,
+                            build_id,
+                            offset,
+                            syms,
+                            fallback,
+                        });
+                        pf_labels.push(labels);
+                        let i = p.frames.len() as u32 - 1;
+                        pf_ids.insert(id, i);
+                        i
+                    }
+                };
+                pfs.push(pf);
+                frames.extend_from_slice(&pf_labels[pf as usize]);
+            }
+            if !raw.complete && !raw.frames.is_empty() {
+                frames.push(p.label(Label::synthetic("[truncated]")));
+            }
+            if raw.frames.is_empty() {
+                let m = if raw.complete {
+                    "[no user frames]"
+                } else {
+                    "[no stack]"
+                };
+                frames.push(p.label(Label::synthetic(m)));
+            }
+            frames.reverse();
+            let event = p.label(Label::synthetic(&self.strings[raw.event as usize]));
+            let comm = Rc::clone(&self.strings[raw.comm as usize]);
+            let task = p.label(Label::synthetic(&format!("{comm}-{}", raw.pid)));
+            p.frames_total += count * pfs.len() as u64;
+            p.frames_unnamed += count
+                * pfs
+                    .iter()
+                    .filter(|&&f| p.frames[f as usize].syms.is_none())
+                    .count() as u64;
+            p.raw.push(RawEntry {
+                event,
+                task,
+                frames: pfs,
+                complete: raw.complete,
+                count,
+            });
+            *entries
+                .entry((event, raw.pid, task, raw.complete, frames))
+                .or_default() += count;
+            p.comms.insert(raw.pid, comm);
+        }
+        p.entries = entries
+            .into_iter()
+            .map(|((event, pid, task, _, frames), count)| Entry {
+                event,
+                pid,
+                task,
+                frames,
+                count,
             })
             .collect();
+        p.entries.sort_unstable_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then_with(|| (a.event, a.pid, &a.frames).cmp(&(b.event, b.pid, &b.frames)))
+        });
+        p
     }
-    let name = match f {
+}
+
+/// A frame again, from its key, for the symbolizer.
+fn rebuild(files: &[Rc<FileInfo>], k: FKey) -> Frame {
+    match k {
+        FKey::File(f, offset) => Frame::File {
+            file: Rc::clone(&files[f as usize]),
+            offset,
+        },
+        FKey::Special(f, offset) => Frame::Special {
+            file: Rc::clone(&files[f as usize]),
+            offset,
+        },
+        FKey::Anon(n, addr) => Frame::Anon {
+            addr,
+            name: n.map(|n| Rc::clone(&files[n as usize])),
+        },
+        FKey::Unresolved(cookie, value) => Frame::Unresolved { cookie, value },
+        FKey::BadIndex(value) => Frame::BadIndex { value },
+    }
+}
+
+/// The name of a frame nothing names.
+fn fallback_name(f: &Frame) -> String {
+    match f {
         Frame::File { file, offset } | Frame::Special { file, offset } => {
             format!("{}+{offset:#x}", base(&file.path))
         }
@@ -121,60 +513,165 @@ fn frame_labels(sym: &mut Symbolizer, pid: i32, f: &Frame, depth: usize) -> Vec<
         Frame::Anon { addr, name: None } => format!("[anon]@{addr:#x}"),
         Frame::Unresolved { cookie, value } => format!("[unresolved {cookie:#x}]+{value:#x}"),
         Frame::BadIndex { value } => format!("[bad index]+{value:#x}"),
-    };
-    vec![Label {
-        name,
-        module,
-        build_id,
-        offset,
-        source: None,
-        line: None,
-        inlined: false,
-        synthetic: false,
-    }]
+    }
 }
 
-/// Symbolize and count the samples `filter` keeps; `task` adds a `comm-pid` level below
-/// the event.
-pub fn profile(samples: &[Sample], sym: &mut Symbolizer, filter: &Filter, task: bool) -> Profile {
-    let mut counts: HashMap<Vec<Label>, u64> = HashMap::new();
-    let mut p = Profile::default();
-    for s in samples.iter().filter(|s| filter.keeps(s)) {
-        let mut stack = vec![Label::synthetic(s.event.clone())];
-        if task {
-            let comm = s.comm.as_deref().unwrap_or("?");
-            stack.push(Label::synthetic(format!("{comm}-{}", s.pid)));
+/// A symbolized frame of the trace, for pprof: its file, build-id (hex), offset and
+/// functions (innermost first), or the name it is shown with.
+#[derive(Debug, Clone)]
+pub struct PFrame {
+    pub module: Option<String>,
+    pub build_id: Option<String>,
+    pub offset: Option<u64>,
+    pub syms: Option<Rc<[Sym]>>,
+    pub fallback: String,
+}
+
+/// A stack as the trace holds it (frames innermost first), counted.
+#[derive(Debug, Clone)]
+pub struct RawEntry {
+    pub event: u32,
+    pub task: u32,
+    pub frames: Vec<u32>,
+    pub complete: bool,
+    pub count: u64,
+}
+
+/// A stack as shown: event and task labels, frames outermost first.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub event: u32,
+    pub pid: i32,
+    pub task: u32,
+    pub frames: Vec<u32>,
+    pub count: u64,
+}
+
+/// Counted stacks by what they show.
+#[derive(Debug, Default)]
+pub struct Profile {
+    pub labels: Vec<Label>,
+    label_ids: HashMap<Label, u32>,
+    /// Each label's text (folded, flame graph), and its index among the distinct texts.
+    pub texts: Vec<String>,
+    text_ids: HashMap<String, u32>,
+    pub label_text: Vec<u32>,
+    /// Most frequent first.
+    pub entries: Vec<Entry>,
+    pub comms: HashMap<i32, Rc<str>>,
+    pub frames: Vec<PFrame>,
+    pub raw: Vec<RawEntry>,
+    pub samples: u64,
+    pub first_ts: u64,
+    pub last_ts: u64,
+    /// Frames of the samples kept, and those nothing named (shown as `file+0xoffset`).
+    pub frames_total: u64,
+    pub frames_unnamed: u64,
+    /// The text stacks of the last call, for the next output.
+    text_cache: RefCell<Option<(bool, Rc<Stacks>)>>,
+}
+
+impl Profile {
+    fn label(&mut self, l: Label) -> u32 {
+        if let Some(&i) = self.label_ids.get(&l) {
+            return i;
         }
-        if s.frames.is_empty() {
-            stack.push(Label::synthetic(
-                if s.complete {
-                    "[no user frames]"
-                } else {
-                    "[no stack]"
-                }
-                .to_string(),
-            ));
-        }
-        let mut frames = Vec::new();
-        for (depth, f) in s.frames.iter().enumerate() {
-            // Innermost first within a frame too: reversed below, with the stack.
-            frames.extend(frame_labels(sym, s.pid, f, depth));
-        }
-        if !s.complete && !s.frames.is_empty() {
-            frames.push(Label::synthetic("[truncated]".to_string()));
-        }
-        frames.reverse();
-        stack.extend(frames);
-        *counts.entry(stack).or_default() += 1;
-        if p.samples == 0 {
-            p.first_ts = s.ts;
-        }
-        p.samples += 1;
-        p.last_ts = p.last_ts.max(s.ts);
+        let t = l.text();
+        let ti = match self.text_ids.get(&t) {
+            Some(&i) => i,
+            None => {
+                self.texts.push(t.clone());
+                self.text_ids.insert(t, self.texts.len() as u32 - 1);
+                self.texts.len() as u32 - 1
+            }
+        };
+        self.label_text.push(ti);
+        self.labels.push(l.clone());
+        self.label_ids.insert(l, self.labels.len() as u32 - 1);
+        self.labels.len() as u32 - 1
     }
-    p.stacks = counts.into_iter().collect();
-    // Most frequent first, then by the stack itself, so output is stable.
-    p.stacks
-        .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    p
+
+    /// Stacks of labels, root first (event, the task if `task`, outermost frame first),
+    /// counted by label, most frequent first (ties in label order).
+    pub fn label_stacks(&self, task: bool) -> Vec<(Vec<u32>, u64)> {
+        let mut v = self.label_stacks_unsorted(task);
+        v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
+
+    fn label_stacks_unsorted(&self, task: bool) -> Vec<(Vec<u32>, u64)> {
+        if task {
+            // Every entry is one (event, task, frames) already.
+            return self
+                .entries
+                .iter()
+                .map(|e| {
+                    let mut s = Vec::with_capacity(e.frames.len() + 2);
+                    s.push(e.event);
+                    s.push(e.task);
+                    s.extend_from_slice(&e.frames);
+                    (s, e.count)
+                })
+                .collect();
+        }
+        let mut m: IdMap<Vec<u32>, u64> = IdMap::default();
+        for e in &self.entries {
+            let mut s = Vec::with_capacity(e.frames.len() + 1);
+            s.push(e.event);
+            s.extend_from_slice(&e.frames);
+            *m.entry(s).or_default() += e.count;
+        }
+        m.into_iter().collect()
+    }
+
+    /// Stacks of texts (indices into `texts`), root first, counted by text, most frequent
+    /// first: what folded stacks, flame graphs and speedscope show.
+    pub fn text_stacks(&self, task: bool) -> Rc<Stacks> {
+        if let Some((t, v)) = &*self.text_cache.borrow() {
+            if *t == task {
+                return Rc::clone(v);
+            }
+        }
+        let mut m: IdMap<Vec<u32>, u64> = IdMap::default();
+        for (mut s, n) in self.label_stacks_unsorted(task) {
+            for l in s.iter_mut() {
+                *l = self.label_text[*l as usize];
+            }
+            *m.entry(s).or_default() += n;
+        }
+        let mut v: Vec<(Vec<u32>, u64)> = m.into_iter().collect();
+        v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let v = Rc::new(v);
+        *self.text_cache.borrow_mut() = Some((task, Rc::clone(&v)));
+        v
+    }
+}
+
+/// Symbolize and count the samples `filter` keeps (the whole pipeline on samples in
+/// memory, for tests).
+pub fn profile(samples: &[Sample], sym: &mut Symbolizer, filter: &Filter, lines: bool) -> Profile {
+    let mut a = Aggregator::new(filter.clone());
+    for s in samples {
+        a.add(s);
+    }
+    a.profile(sym, lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_as_folded_text() {
+        let l = Label {
+            name: escape("inl;ined\n"),
+            module: None,
+            source: Some("/src/a.h".into()),
+            line: Some(7),
+            inlined: true,
+            synthetic: false,
+        };
+        assert_eq!(l.text(), "inl:ined\\n_[i] (a.h:7)");
+        assert_eq!(escape("a\x1b[0m\tb"), "a\\x1b[0m\\tb");
+    }
 }

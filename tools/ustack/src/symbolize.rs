@@ -61,6 +61,33 @@ pub enum FileStatus {
 struct FileEntry {
     status: FileStatus,
     loads: Vec<elf::Load>,
+    plt: Vec<elf::Stub>,
+    /// The debug file failed (why): symbols come from the binary itself.
+    debug_error: Option<String>,
+    /// Frames the debug file did not name and the binary's own symbols did.
+    from_binary: u64,
+}
+
+impl FileEntry {
+    fn new(status: FileStatus, loads: Vec<elf::Load>) -> Self {
+        FileEntry {
+            status,
+            loads,
+            plt: Vec::new(),
+            debug_error: None,
+            from_binary: 0,
+        }
+    }
+}
+
+/// What the symbols of a file came from, when not as planned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fallback {
+    pub debug: PathBuf,
+    /// The debug file's error, if it failed as a whole.
+    pub error: Option<String>,
+    /// Frames the binary's own symbols named instead.
+    pub frames: u64,
 }
 
 /// A symbolized frame: its functions, innermost first, or nothing.
@@ -74,6 +101,11 @@ pub struct Symbolizer {
     files: Vec<(Rc<FileInfo>, FileEntry)>,
     cache: HashMap<(usize, u64), Resolved>,
     perf: HashMap<i32, Vec<(u64, u64, String)>>,
+    debuginfod: crate::debuginfod::Client,
+    /// Debug files fetched from debuginfod servers or found in their cache (build-id,
+    /// path), and what failed.
+    pub fetched: Vec<(String, PathBuf)>,
+    pub fetch_errors: Vec<String>,
     /// Lookups that were not served from the cache.
     pub lookups: u64,
 }
@@ -109,6 +141,9 @@ impl Symbolizer {
             files: Vec::new(),
             cache: HashMap::new(),
             perf,
+            debuginfod: crate::debuginfod::Client::from_env(),
+            fetched: Vec::new(),
+            fetch_errors: Vec::new(),
             lookups: 0,
         }
     }
@@ -132,46 +167,56 @@ impl Symbolizer {
         }
     }
 
-    fn debug_file(&self, build_id: &[u8]) -> Option<PathBuf> {
+    fn debug_file(&mut self, build_id: &[u8]) -> Option<PathBuf> {
         let (first, rest) = build_id.split_first()?;
         if rest.is_empty() {
             return None;
         }
         let rel = format!(".build-id/{first:02x}/{}.debug", hex(rest));
-        self.debug_dirs
+        if let Some(p) = self
+            .debug_dirs
             .iter()
             .map(|d| d.join(&rel))
             .find(|p| elf::build_id(p).as_deref() == Some(build_id))
+        {
+            return Some(p);
+        }
+        // debuginfod: its cache, then its servers.
+        let id = hex(build_id);
+        let (found, errors) = self
+            .debuginfod
+            .debuginfo(&id, |p| elf::build_id(p).as_deref() == Some(build_id));
+        self.fetch_errors.extend(errors);
+        if let Some(p) = &found {
+            self.fetched.push((id, p.clone()));
+        }
+        found
     }
 
-    fn open(&self, file: &FileInfo) -> FileEntry {
+    fn open(&mut self, file: &FileInfo) -> FileEntry {
         let host = self.host_path(&file.path);
         if !host.is_file() {
-            return FileEntry {
-                status: FileStatus::Missing,
-                loads: Vec::new(),
-            };
+            return FileEntry::new(FileStatus::Missing, Vec::new());
         }
         let found = elf::build_id(&host);
         let Some(loads) = elf::loads(&host) else {
-            return FileEntry {
-                status: FileStatus::NotElf { host },
-                loads: Vec::new(),
-            };
+            return FileEntry::new(FileStatus::NotElf { host }, Vec::new());
         };
         if !file.build_id.is_empty() && found.as_deref() != Some(&file.build_id[..]) {
-            return FileEntry {
-                status: FileStatus::BuildIdMismatch { host, found },
-                loads: Vec::new(),
-            };
+            return FileEntry::new(FileStatus::BuildIdMismatch { host, found }, Vec::new());
         }
         let symbols = found
             .and_then(|id| self.debug_file(&id))
             .unwrap_or_else(|| host.clone());
-        FileEntry {
-            status: FileStatus::Ok { host, symbols },
+        let mut e = FileEntry::new(
+            FileStatus::Ok {
+                host: host.clone(),
+                symbols,
+            },
             loads,
-        }
+        );
+        e.plt = elf::plt_stubs(&host);
+        e
     }
 
     fn file_index(&mut self, file: &Rc<FileInfo>) -> usize {
@@ -183,6 +228,33 @@ impl Symbolizer {
         self.files.push((Rc::clone(file), e));
         self.index.insert(key, self.files.len() - 1);
         self.files.len() - 1
+    }
+
+    /// Files whose debug file failed or left frames unnamed that the binary's own
+    /// symbols named.
+    pub fn fallbacks(&self) -> Vec<(&FileInfo, Fallback)> {
+        self.files
+            .iter()
+            .filter_map(|(f, e)| {
+                let FileStatus::Ok { host, symbols } = &e.status else {
+                    return None;
+                };
+                (e.debug_error.is_some() || e.from_binary > 0).then(|| {
+                    (
+                        &**f,
+                        Fallback {
+                            debug: if symbols == host {
+                                PathBuf::new()
+                            } else {
+                                symbols.clone()
+                            },
+                            error: e.debug_error.clone(),
+                            frames: e.from_binary,
+                        },
+                    )
+                })
+            })
+            .collect()
     }
 
     /// Every file looked at so far, with what became of it.
@@ -226,14 +298,54 @@ impl Symbolizer {
     fn lookup(&mut self, i: usize, off: u64) -> Resolved {
         self.lookups += 1;
         let e = &self.files[i].1;
-        let FileStatus::Ok { symbols, .. } = &e.status else {
+        let FileStatus::Ok { symbols, host } = &e.status else {
             return None;
         };
         let va = elf::vaddr(&e.loads, off)?;
-        let src = Source::Elf(Elf::new(symbols));
-        let Ok(Symbolized::Sym(sym)) = self.blaze.symbolize_single(&src, Input::VirtOffset(va))
-        else {
-            return None;
+        if let Some(n) = elf::stub_at(&e.plt, va) {
+            return Some(Rc::from(vec![Sym {
+                name: n.to_string(),
+                file: None,
+                line: None,
+                inlined: false,
+            }]));
+        }
+        let (symbols, host) = (symbols.clone(), host.clone());
+        let use_debug = symbols != host && e.debug_error.is_none();
+        if use_debug {
+            match self.symbolize(&symbols, va, true) {
+                Ok(Some(r)) => return Some(r),
+                Ok(None) => {}
+                Err(err) => self.files[i].1.debug_error = Some(err),
+            }
+        } else if symbols == host {
+            return self.symbolize(&host, va, true).ok().flatten();
+        }
+        // The debug file failed, or did not name this frame: the binary's own symbols
+        // (not the debug file again through its debug link).
+        let r = self.symbolize(&host, va, false).ok().flatten();
+        if r.is_some() {
+            self.files[i].1.from_binary += 1;
+        }
+        r
+    }
+
+    /// The functions at `va` in ELF file `path`: `Ok(None)` if it names none there.
+    /// `debug`: its DWARF and the debug file its debug link names too, else its symbol
+    /// tables only.
+    fn symbolize(
+        &self,
+        path: &Path,
+        va: u64,
+        debug: bool,
+    ) -> std::result::Result<Resolved, String> {
+        let mut elf = Elf::new(path);
+        elf.debug_syms = debug;
+        let src = Source::Elf(elf);
+        let sym = match self.blaze.symbolize_single(&src, Input::VirtOffset(va)) {
+            Ok(Symbolized::Sym(sym)) => sym,
+            Ok(_) => return Ok(None),
+            Err(e) => return Err(e.to_string()),
         };
         let loc = |ci: Option<&blazesym::symbolize::CodeInfo>| {
             let file = ci.map(|c| match &c.dir {
@@ -261,7 +373,7 @@ impl Symbolizer {
             line,
             inlined: false,
         });
-        Some(Rc::from(v))
+        Ok(Some(Rc::from(v)))
     }
 }
 

@@ -10,7 +10,6 @@ use std::io::Read;
 use crate::bytes::{Cursor, Endian};
 use crate::error::{Error, Result};
 use crate::format::{Format, PageHeader};
-use crate::ringbuf::{self, Missed};
 
 pub const MAGIC: &[u8] = b"\x17\x08\x44tracing";
 
@@ -26,19 +25,20 @@ const OPT_CMDLINES: u16 = 21;
 
 const SEC_FL_COMPRESS: u16 = 1;
 
-/// The raw data of one CPU of the top instance, uncompressed, as a run of sub-buffers.
+/// Where one CPU's sub-buffers are in the file: as they are, or as zstd chunks
+/// `(<zsize> <size> <data>)*` from `off` to `end`, `count` of them. Nothing is read or
+/// decompressed until the events are walked ([`CpuReader`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuSource {
+    Plain { off: u64, len: u64 },
+    Chunks { off: u64, end: u64, count: u32 },
+}
+
+/// The data of one CPU of the top instance.
 #[derive(Debug, Clone)]
 pub struct CpuData {
     pub cpu: u32,
-    pub data: Vec<u8>,
-}
-
-/// One event of the trace, in the buffer's own bytes.
-#[derive(Debug, Clone, Copy)]
-pub struct RawEvent<'a> {
-    pub cpu: u32,
-    pub ts: u64,
-    pub data: &'a [u8],
+    pub src: CpuSource,
 }
 
 /// A trace.dat read into memory.
@@ -60,6 +60,10 @@ pub struct TraceDat {
     pub lost: u64,
     /// What went wrong part way through the event data: the events before it were read.
     pub damage: Vec<Error>,
+    /// The instances (`trace-cmd record -B`) in the file, by name, the top one ("") left
+    /// out, and the one read (`None`: the top one).
+    pub instances: Vec<String>,
+    pub instance: Option<String>,
 }
 
 /// Does `bytes` start like a trace.dat?
@@ -67,14 +71,68 @@ pub fn is_trace_dat(bytes: &[u8]) -> bool {
     bytes.starts_with(MAGIC)
 }
 
-/// `size` bytes from zstd data at file offset `at`.
-fn unzstd(data: &[u8], size: usize, at: u64) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(size);
-    let mut dec = ruzstd::decoding::StreamingDecoder::new(data)
+/// How much a section or chunk may expand: zstd itself can reach about 32000 times (runs
+/// of one byte), trace data does not come near 100. A declared size beyond this is damage.
+pub const MAX_RATIO: usize = 1024;
+
+/// The window a zstd frame declares (RFC 8878, 3.1.1.1), which a decoder reserves up front.
+fn zstd_window(data: &[u8]) -> Option<u64> {
+    if data.get(..4)? != [0x28, 0xb5, 0x2f, 0xfd] {
+        return None;
+    }
+    let fhd = *data.get(4)?;
+    let single = fhd & 0x20 != 0;
+    if !single {
+        let wd = *data.get(5)?;
+        let log = 10 + u32::from(wd >> 3);
+        let base = 1u64 << log;
+        return Some(base + (base / 8) * u64::from(wd & 7));
+    }
+    let dict = [0, 1, 2, 4][usize::from(fhd & 3)];
+    let at = 5 + dict;
+    let fcs = match fhd >> 6 {
+        0 => u64::from(*data.get(at)?),
+        1 => u64::from(u16::from_le_bytes(data.get(at..at + 2)?.try_into().ok()?)) + 256,
+        2 => u64::from(u32::from_le_bytes(data.get(at..at + 4)?.try_into().ok()?)),
+        _ => u64::from_le_bytes(data.get(at..at + 8)?.try_into().ok()?),
+    };
+    Some(fcs)
+}
+
+/// `size` bytes from zstd data at file offset `at`. What is allocated and decompressed is
+/// bounded by the declared size, and the declared size by the compressed one (and so by
+/// the file's own size): a damaged size word or a bomb is an error, not an allocation.
+pub fn unzstd(data: &[u8], size: usize, at: u64) -> Result<Vec<u8>> {
+    let bound = data.len().saturating_mul(MAX_RATIO).saturating_add(1 << 16);
+    if size > bound {
+        return Err(Error::at(
+            format!(
+                "zstd: {size} bytes declared from {} compressed, more than {MAX_RATIO} times",
+                data.len()
+            ),
+            at,
+        ));
+    }
+    let window = zstd_window(data).ok_or_else(|| Error::at("zstd: no frame header", at))?;
+    if window > (size as u64).max(1 << 23) {
+        return Err(Error::at(
+            format!("zstd: a window of {window} bytes for {size} bytes of data"),
+            at,
+        ));
+    }
+    let mut out = Vec::with_capacity(size.min(1 << 22));
+    let dec = ruzstd::decoding::StreamingDecoder::new(data)
         .map_err(|e| Error::at(format!("zstd: {e}"), at))?;
-    dec.read_to_end(&mut out)
+    dec.take(size as u64 + 1)
+        .read_to_end(&mut out)
         .map_err(|e| Error::at(format!("zstd: {e}"), at))?;
-    if out.len() != size {
+    if out.len() > size {
+        return Err(Error::at(
+            format!("zstd: more than the {size} bytes the header said"),
+            at,
+        ));
+    }
+    if out.len() < size {
         return Err(Error::at(
             format!("zstd: {} bytes, the header said {size}", out.len()),
             at,
@@ -87,6 +145,11 @@ impl TraceDat {
     /// Read a whole trace.dat. Damage in the metadata is an error; damage in one CPU's
     /// event data keeps that CPU's events up to it and is listed in `damage`.
     pub fn parse(bytes: &[u8]) -> Result<TraceDat> {
+        Self::parse_instance(bytes, None)
+    }
+
+    /// Read a trace.dat, the events of instance `instance` (`None`: the top one).
+    pub fn parse_instance(bytes: &[u8], instance: Option<&str>) -> Result<TraceDat> {
         let mut c = Cursor::new(bytes, 0, Endian::Little);
         if c.take(MAGIC.len(), "magic")? != MAGIC {
             return Err(Error::at("not a trace.dat (bad magic)", 0));
@@ -125,6 +188,8 @@ impl TraceDat {
             cpus: Vec::new(),
             lost: 0,
             damage: Vec::new(),
+            instances: Vec::new(),
+            instance: instance.map(str::to_string),
         };
         match version {
             6 => t.parse_v6(bytes, c)?,
@@ -226,6 +291,12 @@ impl TraceDat {
             }
             tag = c.take(10, "section tag")?;
         }
+        if let Some(i) = &self.instance {
+            return Err(Error::new(format!(
+                "instance '{i}': the instances of a version 6 file are not read (they are: {})",
+                self.instances.join(", ")
+            )));
+        }
         if tag == b"latency  \0" {
             return Err(Error::at(
                 "a latency trace holds no events to read",
@@ -239,9 +310,12 @@ impl TraceDat {
             let offset = c.u64("cpu data offset")?;
             let size = c.u64("cpu data size")?;
             match slice(bytes, offset, size) {
-                Ok(data) => self.cpus.push(CpuData {
+                Ok(_) => self.cpus.push(CpuData {
                     cpu,
-                    data: data.to_vec(),
+                    src: CpuSource::Plain {
+                        off: offset,
+                        len: size,
+                    },
                 }),
                 Err(e) => self.damage.push(e.context(&format!("CPU {cpu}"))),
             }
@@ -251,6 +325,10 @@ impl TraceDat {
 
     fn option_v6(&mut self, id: u16, data: &[u8]) {
         match id {
+            // <offset> <name>: another instance's flyrecord.
+            OPT_BUFFER => self
+                .instances
+                .push(String::from_utf8_lossy(cstr(data.get(8..).unwrap_or(&[]))).into_owned()),
             OPT_TRACECLOCK => self.set_clock(data),
             OPT_CPUSTAT => self.cpustat(data),
             _ => {}
@@ -362,15 +440,23 @@ impl TraceDat {
                 }
             }
         }
-        // The top instance is the buffer with the empty name; others are not read.
+        // The top instance is the buffer with the empty name; another is read if asked
+        // for, and the others are named.
+        let want = self.instance.clone().unwrap_or_default();
+        let mut found = false;
         for b in buffers {
             let mut bc = Cursor::new(&b, 0, self.endian);
             let offset = bc.u64("buffer offset")?;
             let name = bc.cstr("buffer name")?;
             let clock = bc.cstr("buffer clock")?;
             if !name.is_empty() {
+                self.instances
+                    .push(String::from_utf8_lossy(name).into_owned());
+            }
+            if name != want.as_bytes() {
                 continue;
             }
+            found = true;
             if !clock.is_empty() {
                 self.clock = Some(String::from_utf8_lossy(clock).into_owned());
             }
@@ -385,10 +471,20 @@ impl TraceDat {
                 let off = bc.u64("cpu data offset")?;
                 let size = bc.u64("cpu data size")?;
                 match self.cpu_data(bytes, off, size, compressed) {
-                    Ok(data) => self.cpus.push(CpuData { cpu, data }),
+                    Ok(src) => self.cpus.push(CpuData { cpu, src }),
                     Err(e) => self.damage.push(e.context(&format!("CPU {cpu}"))),
                 }
             }
+        }
+        if !found && !want.is_empty() {
+            return Err(Error::new(format!(
+                "no instance '{want}' in the trace (it has: {})",
+                if self.instances.is_empty() {
+                    "only the top one".to_string()
+                } else {
+                    self.instances.join(", ")
+                }
+            )));
         }
         Ok(())
     }
@@ -399,66 +495,49 @@ impl TraceDat {
         Ok(flags & SEC_FL_COMPRESS != 0)
     }
 
-    /// One CPU's pages: as they are, or the chunks `<count> (<zsize> <size> <data>)*`.
-    /// A damaged chunk keeps the chunks before it, and is an error.
-    fn cpu_data(&mut self, bytes: &[u8], off: u64, size: u64, compressed: bool) -> Result<Vec<u8>> {
+    /// One CPU's pages: as they are, or the chunks `<count> (<zsize> <size> <data>)*`,
+    /// read when the events are walked.
+    fn cpu_data(
+        &mut self,
+        bytes: &[u8],
+        off: u64,
+        size: u64,
+        compressed: bool,
+    ) -> Result<CpuSource> {
         if !compressed {
-            return Ok(slice(bytes, off, size)?.to_vec());
+            slice(bytes, off, size)?;
+            return Ok(CpuSource::Plain { off, len: size });
         }
         let mut c = cursor_at(bytes, off, self.endian, "CPU data")?;
         let count = c.u32("chunk count")?;
-        let mut out = Vec::new();
-        for i in 0..count {
-            let chunk = (|| {
-                let at = c.offset();
-                let zsize = c.u32("chunk compressed size")?;
-                let usize_ = c.u32("chunk size")?;
-                let z = c.take(c.len(zsize.into(), "chunk")?, "chunk")?;
-                self.decompress(z, usize_ as usize, at)
-            })();
-            match chunk {
-                Ok(d) => out.extend_from_slice(&d),
-                Err(e) => {
-                    self.damage
-                        .push(e.context(&format!("chunk {i} of {count}")));
-                    break;
-                }
-            }
-        }
-        Ok(out)
+        // The size trace-cmd stores does not always cover the chunks' headers: the chunks
+        // are bounded by the file.
+        let _ = size;
+        let end = bytes.len() as u64;
+        Ok(CpuSource::Chunks {
+            off: c.offset(),
+            end,
+            count,
+        })
     }
 
-    /// Every data event of the top instance, merged across CPUs in timestamp order (ties
-    /// keep CPU order). A damaged page ends its CPU's events and is listed in `damage`.
-    pub fn events(&mut self) -> Vec<RawEvent<'_>> {
-        let mut per_cpu: Vec<Vec<RawEvent>> = Vec::new();
-        let mut damage = Vec::new();
-        let mut lost = 0;
-        for cd in &self.cpus {
-            let mut v = Vec::new();
-            for (i, page) in cd.data.chunks(self.page_size).enumerate() {
-                let r = ringbuf::parse_page(page, &self.header, self.endian, |ts, data| {
-                    v.push(RawEvent {
-                        cpu: cd.cpu,
-                        ts,
-                        data,
-                    })
-                });
-                match r {
-                    Ok(Missed::None) => {}
-                    Ok(Missed::Count(n)) => lost += n,
-                    Ok(Missed::Unknown) => lost += 1,
-                    Err(e) => {
-                        damage.push(e.context(&format!("CPU {} page {i}", cd.cpu)));
-                        break;
-                    }
-                }
-            }
-            per_cpu.push(v);
+    /// A reader of one CPU's sub-buffers.
+    pub fn reader(&self, cd: &CpuData) -> CpuReader {
+        CpuReader {
+            cpu: cd.cpu,
+            src: cd.src,
+            pos: match cd.src {
+                CpuSource::Plain { off, .. } | CpuSource::Chunks { off, .. } => off,
+            },
+            chunk: 0,
+            buf: Vec::new(),
+            used: 0,
+            page_size: self.page_size,
+            endian: self.endian,
+            compression: self.compression.clone(),
+            pending_error: None,
+            done: false,
         }
-        self.damage.extend(damage);
-        self.lost += lost;
-        merge(per_cpu)
     }
 
     /// The format of an event record (its first two bytes are `common_type`).
@@ -506,23 +585,141 @@ fn slice(bytes: &[u8], offset: u64, size: u64) -> Result<&[u8]> {
     }
 }
 
-/// Merge per-CPU runs (each in timestamp order) into one, by timestamp.
-fn merge(runs: Vec<Vec<RawEvent<'_>>>) -> Vec<RawEvent<'_>> {
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
-    let total = runs.iter().map(Vec::len).sum();
-    let mut out = Vec::with_capacity(total);
-    let mut heap = BinaryHeap::new();
-    for (i, r) in runs.iter().enumerate() {
-        if let Some(e) = r.first() {
-            heap.push(Reverse((e.ts, i, 0usize)));
+/// One CPU's sub-buffers, a page at a time: straight from the file, or decompressed a
+/// chunk at a time, so that memory holds one chunk, whatever the size of the trace.
+pub struct CpuReader {
+    pub cpu: u32,
+    src: CpuSource,
+    /// The next byte of the file to read.
+    pos: u64,
+    chunk: u32,
+    /// Decompressed bytes not yet walked, from `used`.
+    buf: Vec<u8>,
+    used: usize,
+    page_size: usize,
+    endian: Endian,
+    compression: Option<String>,
+    /// A damaged chunk, reported once the pages before it are walked.
+    pending_error: Option<Error>,
+    pub done: bool,
+}
+
+impl CpuReader {
+    /// The file offset read up to, for progress and for releasing what was read.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Call `f` with the next page (the last may be short). False when there is none; an
+    /// error (a damaged chunk) ends the CPU's data.
+    pub fn next_page(&mut self, bytes: &[u8], f: impl FnOnce(&[u8])) -> Result<bool> {
+        if self.done {
+            return Ok(false);
+        }
+        match self.src {
+            CpuSource::Plain { off, len } => {
+                let end = off + len;
+                if self.pos >= end {
+                    self.done = true;
+                    return Ok(false);
+                }
+                let n = (end - self.pos).min(self.page_size as u64);
+                let page = slice(bytes, self.pos, n)?;
+                self.pos += n;
+                f(page);
+                Ok(true)
+            }
+            CpuSource::Chunks { end, count, .. } => {
+                while self.buf.len() - self.used < self.page_size && self.chunk < count {
+                    let i = self.chunk;
+                    self.chunk += 1;
+                    let r = (|| {
+                        let at = self.pos;
+                        let rest = slice(bytes, at, end.saturating_sub(at))?;
+                        let mut c = Cursor::new(rest, at, self.endian);
+                        let zsize = c.u32("chunk compressed size")?;
+                        let size = c.u32("chunk size")?;
+                        let z = c.take(c.len(zsize.into(), "chunk")?, "chunk")?;
+                        let d = match self.compression.as_deref() {
+                            Some("zstd") => unzstd(z, size as usize, at)?,
+                            Some(other) => {
+                                return Err(Error::at(
+                                    format!("compression {other} is not supported"),
+                                    at,
+                                ))
+                            }
+                            None => {
+                                return Err(Error::at(
+                                    "a compressed section in an uncompressed file",
+                                    at,
+                                ))
+                            }
+                        };
+                        Ok((c.offset(), d))
+                    })();
+                    match r {
+                        Ok((next, d)) => {
+                            self.pos = next;
+                            self.buf.drain(..self.used);
+                            self.used = 0;
+                            self.buf.extend_from_slice(&d);
+                        }
+                        Err(e) => {
+                            self.chunk = count;
+                            let e = e.context(&format!("chunk {i} of {count}"));
+                            if self.buf.len() > self.used {
+                                // Walk what came before, then report.
+                                self.pending_error = Some(e);
+                                break;
+                            }
+                            self.done = true;
+                            return Err(e);
+                        }
+                    }
+                }
+                if self.used >= self.buf.len() {
+                    self.done = true;
+                    if let Some(e) = self.pending_error.take() {
+                        return Err(e);
+                    }
+                    return Ok(false);
+                }
+                let n = (self.buf.len() - self.used).min(self.page_size);
+                let page = &self.buf[self.used..self.used + n];
+                self.used += n;
+                f(page);
+                Ok(true)
+            }
         }
     }
-    while let Some(Reverse((_, i, j))) = heap.pop() {
-        out.push(runs[i][j]);
-        if let Some(e) = runs[i].get(j + 1) {
-            heap.push(Reverse((e.ts, i, j + 1)));
-        }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ruzstd::encoding::{compress_to_vec, CompressionLevel};
+
+    #[test]
+    fn zstd_sizes_are_bounded() {
+        let page: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+        let z = compress_to_vec(&page[..], CompressionLevel::Fastest);
+        assert_eq!(unzstd(&z, 4096, 0x10).unwrap(), page);
+        // A flipped size word: an error, not a 4 GiB allocation.
+        let e = unzstd(&z, u32::MAX as usize, 0x10).unwrap_err();
+        assert!(e.msg.contains("declared from"), "{e}");
+        // A bomb: 16 MiB of zeros. Declared as a page, decompression stops after it;
+        // declared as what it is, it expands more than trace data can.
+        let bomb = compress_to_vec(std::io::repeat(0).take(16 << 20), CompressionLevel::Fastest);
+        assert!(bomb.len() < 16 << 10, "{}", bomb.len());
+        let e = unzstd(&bomb, 4096, 0).unwrap_err();
+        assert_eq!(e.msg, "zstd: more than the 4096 bytes the header said");
+        let e = unzstd(&bomb, 16 << 20, 0).unwrap_err();
+        assert!(e.msg.contains("more than 1024 times"), "{e}");
+        // A frame header that asks for a huge window.
+        let mut big = z.clone();
+        big[4] = 0; // not single-segment, no checksum, no dictionary
+        big.insert(5, 31 << 3); // window log 41
+        let e = unzstd(&big, 4096, 0).unwrap_err();
+        assert!(e.msg.contains("a window of"), "{e}");
     }
-    out
 }

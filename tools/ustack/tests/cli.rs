@@ -164,10 +164,10 @@ fn the_outputs_hold_the_stacks() {
     let svg = std::fs::read_to_string(p("f.svg")).unwrap();
     assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"));
     assert!(
-        svg.contains("<title>all (23 samples, 100.00%)</title>"),
+        svg.contains("<title>all\n23 samples, 100.00%</title>"),
         "{svg}"
     );
-    assert!(svg.contains("<title>sys_enter (23 samples"), "{svg}");
+    assert!(svg.contains("<title>sys_enter\n23 samples"), "{svg}");
     let report = std::fs::read_to_string(p("r.txt")).unwrap();
     assert!(report.contains("# Samples: 23"), "{report}");
     assert!(report.contains("86.96%       20  sys_enter"), "{report}");

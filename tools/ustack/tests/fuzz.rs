@@ -16,7 +16,16 @@ fn fixture(name: &str) -> Vec<u8> {
 
 /// Read, join and fold: everything a damaged file reaches.
 fn exercise(bytes: &[u8]) -> Option<usize> {
-    let loaded = ustack::load(bytes).ok()?;
+    let loaded = match ustack::load(bytes) {
+        Ok(l) => l,
+        Err(e) => {
+            shown_safely(&e);
+            return None;
+        }
+    };
+    for d in &loaded.damage {
+        shown_safely(d);
+    }
     let (samples, _) = ustack::join::join(&loaded.events);
     // No file is found: the symbolizer's own reading of real files is not under test.
     let mut sym = ustack::symbolize::Symbolizer::new(ustack::symbolize::Options {
@@ -26,6 +35,13 @@ fn exercise(bytes: &[u8]) -> Option<usize> {
     let p = ustack::stacks::profile(&samples, &mut sym, &Default::default(), true);
     let _ = ustack::output::folded(&p, true);
     Some(loaded.events.len() + usize::from(!loaded.damage.is_empty()) * 1_000_000)
+}
+
+/// Damaged bytes reach error messages: as shown they are short and without control bytes.
+fn shown_safely(e: &ustack::error::Error) {
+    let s = e.to_string();
+    assert!(s.chars().count() <= 400, "{s}");
+    assert!(!s.chars().any(char::is_control), "{s:?}");
 }
 
 /// A cut file either fails, reports damage, or (cut in a part the reader does not need,
@@ -38,7 +54,10 @@ fn every_truncation_is_an_error_or_reported_damage() {
         for cut in 0..full.len() {
             let r = ustack::load(&full[..cut]);
             match r {
-                Err(e) => assert!(!e.msg.is_empty()),
+                Err(e) => {
+                    assert!(!e.msg.is_empty());
+                    shown_safely(&e);
+                }
                 Ok(l) => assert!(
                     !l.damage.is_empty() || l.events.len() == all,
                     "{name} cut at {cut}: {} events, no damage reported",

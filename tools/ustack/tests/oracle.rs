@@ -95,16 +95,14 @@ fn expected(name: &str, body: &str) -> Kind {
                     .collect(),
             }
         }
-        other => Kind::Other {
-            name: other.to_string(),
-        },
+        other => Kind::Other { name: other.into() },
     }
 }
 
 fn short(k: &Kind) -> Kind {
     match k {
         Kind::Other { name } => Kind::Other {
-            name: name.rsplit(':').next().unwrap().to_string(),
+            name: name.rsplit(':').next().unwrap().into(),
         },
         k => k.clone(),
     }

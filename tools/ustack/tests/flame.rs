@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The flame graph: zoom, search and reset in a real browser (tests/flame_browser.py,
+//! skipped without chromium), and the differential graph of two traces.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ustack-fl-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn the_flame_graph_zooms_and_searches_in_a_browser() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/flame_browser.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_ustack"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Without chromium the script says SKIP and passes; CI installs it.
+    if text.starts_with("SKIP") {
+        eprintln!("{text}");
+    }
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Task 42's JIT frames: `a` stacks in jit_a and `b` in jit_b, under jit_main.
+fn jit_trace(a: usize, b: usize) -> String {
+    let mut t = String::from("# trace_clock: global\n# tracer: nop\n");
+    for (i, addr) in std::iter::repeat_n(0x7f0000001010u64, a)
+        .chain(std::iter::repeat_n(0x7f0000002010u64, b))
+        .enumerate()
+    {
+        let c = 0x100 + i;
+        for body in [
+            "sys_enter: NR 1 (1, 2, 3, 4, 5, 6)".to_string(),
+            format!("user_unwind_cookie: cookie={c:x}"),
+            format!("user_unwind_stack: cookie={c:x}"),
+        ] {
+            t.push_str(&format!(
+                "            prog-42      [000] .....    10.{i:06}: {body}\n"
+            ));
+        }
+        t.push_str(&format!(" => <{addr:016x}> : 0x1\n"));
+        t.push_str(" => <00007f0000003010> : 0x1\n");
+    }
+    t
+}
+
+#[test]
+fn a_differential_flame_graph() {
+    let d = tmpdir("diff");
+    std::fs::write(
+        d.join("perf-42.map"),
+        "7f0000001000 100 jit_a\n7f0000002000 100 jit_b\n7f0000003000 100 jit_main\n",
+    )
+    .unwrap();
+    // jit_a: 3 of 4 samples in the base, 1 of 4 now; jit_b the other way round.
+    std::fs::write(d.join("base.trace"), jit_trace(3, 1)).unwrap();
+    std::fs::write(d.join("now.trace"), jit_trace(1, 3)).unwrap();
+    let p = |n: &str| d.join(n).to_str().unwrap().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_ustack"))
+        .args([
+            "-q",
+            "--perf-map",
+            &p("perf-42.map"),
+            "--svg",
+            &p("d.svg"),
+            "--diff",
+        ])
+        .args([p("base.trace"), p("now.trace")])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg = std::fs::read_to_string(d.join("d.svg")).unwrap();
+    let frame = |name: &str| -> String {
+        let i = svg.find(&format!("<title>{name}\n")).unwrap();
+        svg[i..i + svg[i..].find("</g>").unwrap()].to_string()
+    };
+    // Widths from now; red where the share grew, blue where it shrank, white unchanged.
+    let b = frame("jit_b");
+    assert!(
+        b.contains("3 samples, 75.00%; base 1 samples, 25.00%; +50.00 points"),
+        "{b}"
+    );
+    assert!(b.contains("fill=\"rgb(255,0,0)\""), "{b}");
+    let a = frame("jit_a");
+    assert!(
+        a.contains("1 samples, 25.00%; base 3 samples, 75.00%; -50.00 points"),
+        "{a}"
+    );
+    assert!(a.contains("fill=\"rgb(0,0,255)\""), "{a}");
+    assert!(frame("jit_main").contains("fill=\"rgb(255,255,255)\""));
+    // --diff colours a flame graph: without --svg it is a usage error.
+    let out = Command::new(env!("CARGO_BIN_EXE_ustack"))
+        .args(["--diff", &p("base.trace"), &p("now.trace")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&d).unwrap();
+}

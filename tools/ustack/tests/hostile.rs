@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a user meets first: hostile input (sizes, bombs, deep stacks, names with control
+//! bytes, files that are not traces), the command-line conventions, and stacks counted by
+//! what the outputs show.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ustack-h-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Run ustack: stdout, stderr, exit code.
+fn ustack_in(dir: Option<&Path>, args: &[&str]) -> (String, String, i32) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ustack"));
+    c.args(args);
+    if let Some(d) = dir {
+        c.current_dir(d);
+    }
+    let out = c.output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+fn ustack(args: &[&str]) -> (String, String, i32) {
+    ustack_in(None, args)
+}
+
+/// The text of a trace: task 42 (`prog`), one `sys_enter` and cookie per stack, each
+/// stack's frames (value, file cookie) innermost first; `files` are (cookie, path) as
+/// the kernel prints them (control bytes as `\ooo`).
+fn text_trace(files: &[(u64, &str)], stacks: &[Vec<(u64, u64)>]) -> String {
+    let mut t = String::from("# trace_clock: global\n# tracer: nop\n");
+    let mut ts = 1;
+    let mut line = |t: &mut String, body: &str| {
+        ts += 1;
+        t.push_str(&format!(
+            "            prog-42      [000] .....    10.{ts:06}: {body}\n"
+        ));
+    };
+    for (c, p) in files {
+        line(
+            &mut t,
+            &format!("file_cache: cookie={c:x} path={p} build_id= build_id_len=0"),
+        );
+    }
+    for (i, s) in stacks.iter().enumerate() {
+        let c = 0x100 + i as u64;
+        line(&mut t, "sys_enter: NR 1 (1, 2, 3, 4, 5, 6)");
+        line(&mut t, &format!("user_unwind_cookie: cookie={c:x}"));
+        line(&mut t, &format!("user_unwind_stack: cookie={c:x}"));
+        for (v, f) in s {
+            t.push_str(&format!(" => <{v:016x}> : 0x{f:x}\n"));
+        }
+    }
+    t
+}
+
+fn counts(folded: &str) -> Vec<(String, u64)> {
+    folded
+        .lines()
+        .map(|l| {
+            let (s, n) = l.rsplit_once(' ').expect("a count");
+            (s.to_string(), n.parse().expect("a number"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_flipped_chunk_size_is_an_error_under_a_memory_limit() {
+    let mut b = std::fs::read(fixture("v7-zstd.dat")).unwrap();
+    // CPU 0's first chunk: <count> at 0x2000, then <zsize> <size> (see the damage report
+    // of a cut file); 588 bytes compressed.
+    assert_eq!(
+        u32::from_le_bytes(b[0x2004..0x2008].try_into().unwrap()),
+        588
+    );
+    b[0x2008..0x200c].copy_from_slice(&0xffff_fff0u32.to_le_bytes());
+    let d = tmpdir("flip");
+    let f = d.join("flip.dat");
+    std::fs::write(&f, &b).unwrap();
+    // 200 MB of address space: a 4 GiB allocation would abort.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 200000; exec {} --folded /dev/null {}",
+            env!("CARGO_BIN_EXE_ustack"),
+            f.display()
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "damaged: CPU 0: chunk 0 of 1: zstd: 4294967280 bytes declared from 588 compressed"
+        ),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_deep_stack_and_names_with_control_bytes() {
+    // 30000 frames: the flame graph is drawn without recursion.
+    let deep: Vec<(u64, u64)> = (0..30000).map(|i| (0x1000 + i % 7, 0xaa)).collect();
+    // A file name with a newline and a terminal escape (the kernel prints them octal).
+    let t = text_trace(
+        &[(0xaa, "/bin/deep"), (0xbb, "/tmp/evil\\012name\\033[31m")],
+        &[deep, vec![(0x10, 0xbb)]],
+    );
+    let d = tmpdir("deep");
+    let f = d.join("t.trace");
+    std::fs::write(&f, t).unwrap();
+    let svg = d.join("f.svg");
+    let (folded, err, code) = ustack(&[
+        "--svg",
+        svg.to_str().unwrap(),
+        "--folded",
+        "-",
+        "--sysroot",
+        "/nonexistent",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.trim_end().ends_with("</svg>"));
+    // Every line of the folded stacks is one stack and its count.
+    let c = counts(&folded);
+    assert_eq!(c.len(), 2, "{folded}");
+    assert_eq!(c.iter().map(|x| x.1).sum::<u64>(), 2);
+    let evil = &c.iter().find(|x| x.0.contains("evil")).unwrap().0;
+    assert_eq!(evil, "sys_enter;evil\\nname\\x1b[31m+0x10");
+    assert_eq!(
+        c.iter()
+            .find(|x| !x.0.contains("evil"))
+            .unwrap()
+            .0
+            .split(';')
+            .count(),
+        30001
+    );
+    // The report reaches a terminal: no control byte in it.
+    let (report, _, code) = ustack(&["--sysroot", "/nonexistent", f.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(report.contains("evil\\nname\\x1b[31m+0x10"), "{report}");
+    assert!(!report.chars().any(|c| c.is_control() && c != '\n'));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn files_that_are_not_traces_and_filters_that_match_nothing() {
+    let d = tmpdir("nottrace");
+    let perf = d.join("perf.data");
+    let mut p = b"PERFILE2".to_vec();
+    p.resize(4096, 0);
+    std::fs::write(&perf, p).unwrap();
+    for (f, what) in [
+        ("/etc/passwd", "not a trace: none of its"),
+        (env!("CARGO_BIN_EXE_ustack"), "an ELF file, not a trace"),
+        (
+            perf.to_str().unwrap(),
+            "a perf.data file (perf record's), not a trace",
+        ),
+    ] {
+        let (out, err, code) = ustack(&[f]);
+        assert_eq!(code, 1, "{f}: {err}");
+        assert!(err.contains(what), "{f}: {err}");
+        assert!(out.is_empty());
+    }
+    let t = fixture("text.trace");
+    let (_, err, code) = ustack(&["--comm", "nobody", t.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(
+        err.contains("no sample matched the filters (23 samples in the trace)"),
+        "{err}"
+    );
+    // A trace without the module's events says so.
+    let empty = d.join("empty.trace");
+    std::fs::write(&empty, "# tracer: nop\n").unwrap();
+    let (_, err, code) = ustack(&[empty.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(err.contains("no user stacks"), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn conventions_version_input_default_and_usage_errors() {
+    let (out, _, code) = ustack(&["--version"]);
+    assert_eq!(
+        (out.trim(), code),
+        (concat!("ustack ", env!("CARGO_PKG_VERSION")), 0)
+    );
+    let t = fixture("text.trace");
+    let t = t.to_str().unwrap();
+    let (a, _, _) = ustack(&["-q", "--folded", "-", "-i", t]);
+    let (b, _, _) = ustack(&["-q", "--folded", "-", t]);
+    assert!(!a.is_empty());
+    assert_eq!(a, b);
+    // trace.dat in the current directory by default, as trace-cmd report.
+    let d = tmpdir("default");
+    std::fs::copy(fixture("v6.dat"), d.join("trace.dat")).unwrap();
+    let (out, err, code) = ustack_in(Some(&d), &["-q"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("# Samples: 24"), "{out}");
+    // -o: the report to a file.
+    let (_, _, code) = ustack_in(Some(&d), &["-q", "-o", "r.txt"]);
+    assert_eq!(code, 0);
+    assert_eq!(std::fs::read_to_string(d.join("r.txt")).unwrap(), out);
+    // Usage errors: one line and a hint, status 2.
+    for args in [
+        &["--folded", "-", "--svg", "-", t][..],
+        &["--bogus", t][..],
+        &["--sort", "colour", t][..],
+    ] {
+        let (_, err, code) = ustack(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 2, "{err}");
+        assert_eq!(lines[1], "Try 'ustack --help' for more information.");
+    }
+    let (_, err, _) = ustack(&["--folded", "-", "--svg", "-", t]);
+    assert!(err.contains("two outputs to standard output"), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let deep: Vec<(u64, u64)> = (0..20000).map(|i| (0x1000 + i, 0xaa)).collect();
+    let d = tmpdir("pipe");
+    let f = d.join("t.trace");
+    std::fs::write(&f, text_trace(&[(0xaa, "/bin/deep")], &[deep])).unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ustack"))
+        .args(["-q", "--folded", "-", "--sysroot", "/nonexistent"])
+        .arg(&f)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read a little, as head does, and close the pipe.
+    let mut buf = [0u8; 16];
+    c.stdout.take().unwrap().read_exact(&mut buf).unwrap();
+    let mut err = String::new();
+    c.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let st = c.wait().unwrap();
+    assert!(st.success(), "{st:?} {err}");
+    assert!(err.is_empty(), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Two offsets in one function are one stack in every output that shows names: the
+/// function (a JIT's, from its perf map) is the ground truth.
+#[test]
+fn stacks_are_counted_by_what_is_shown() {
+    let d = tmpdir("shown");
+    let map = d.join("perf-42.map");
+    std::fs::write(
+        &map,
+        "7f0000001000 100 jit_add\n7f0000002000 100 jit_main\n",
+    )
+    .unwrap();
+    // Three samples, three different stacks of offsets, one stack of names.
+    let t = text_trace(
+        &[],
+        &[
+            vec![(0x7f0000001010, 1), (0x7f0000002010, 1)],
+            vec![(0x7f0000001020, 1), (0x7f0000002011, 1)],
+            vec![(0x7f0000001030, 1), (0x7f0000002012, 1)],
+            vec![(0x7f0000002040, 1)],
+        ],
+    );
+    let f = d.join("t.trace");
+    std::fs::write(&f, t).unwrap();
+    let f = f.to_str().unwrap();
+    let m = map.to_str().unwrap();
+    let (folded, err, code) = ustack(&["-q", "--perf-map", m, "--folded", "-", f]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        folded,
+        "sys_enter;jit_main;jit_add 3\nsys_enter;jit_main 1\n"
+    );
+    let (report, _, _) = ustack(&["-q", "--perf-map", m, "--report", "-", f]);
+    assert!(report.starts_with("# Samples: 4  Stacks: 2\n"), "{report}");
+    // jit_main: in all four, innermost in one; jit_add: innermost in three.
+    assert!(
+        report.contains("   100.00%    25.00%        4  jit_main  [unknown]\n"),
+        "{report}"
+    );
+    assert!(
+        report.contains("    75.00%    75.00%        3  jit_add   [unknown]\n"),
+        "{report}"
+    );
+    assert!(report.contains("    75.00%        3  sys_enter\n            |\n            ---jit_add\n               jit_main\n"), "{report}");
+    // -G: outermost first; --percent-limit leaves the 25% stack and row out.
+    let (report, _, _) = ustack(&[
+        "-q",
+        "--perf-map",
+        m,
+        "-G",
+        "--percent-limit",
+        "50",
+        "--sort",
+        "pid,function",
+        f,
+    ]);
+    assert!(
+        report.contains("---jit_main\n               jit_add\n"),
+        "{report}"
+    );
+    assert!(report.contains("        4  42   jit_main\n"), "{report}");
+    assert!(!report.contains("1  sys_enter"), "{report}");
+    assert!(report.contains("# ... 1 more stacks"), "{report}");
+    let (s, _, _) = ustack(&["-q", "--perf-map", m, "--speedscope", "-", f]);
+    let s: serde_json::Value = serde_json::from_str(&s).unwrap();
+    assert_eq!(s["shared"]["frames"].as_array().unwrap().len(), 3);
+    assert_eq!(s["profiles"][0]["weights"], serde_json::json!([3, 1]));
+    std::fs::remove_dir_all(&d).unwrap();
+}
