@@ -87,7 +87,23 @@ class Symbols:
         return set()
 
 
+# The file UNWIND_REWRITE rewrites in place with either build: told apart by build-id.
+REWRITTEN = "/tmp/uulib/libuunofpdl.so"
+REWRITE_BUILDS = ("libuunofpdl.so", "libuunofpdl2.so")
+
+
+def build_id(path):
+    m = re.search(r"Build ID: ([0-9a-f]+)", _run("readelf", "-n", path))
+    return m.group(1) if m else None
+
+
 def host_path(path, prog):
+    if path.startswith(REWRITTEN + "#"):
+        want = path.split("#", 1)[1]
+        for name in REWRITE_BUILDS:
+            if build_id(os.path.join(prog, name)) == want:
+                return os.path.join(prog, name)
+        return None
     if path in GUEST_PROG:
         return os.path.join(prog, GUEST_PROG[path])
     return path if os.path.exists(path) else None
@@ -99,7 +115,8 @@ def stacks(events):
     paths, parts, order, comm = {}, collections.defaultdict(list), [], {}
     for e in events:
         if e["event"] == "file_cache" and "path" in e:
-            paths[e["cookie"]] = e["path"]
+            paths[e["cookie"]] = e["path"] + ("#" + e["build_id"] if e["path"] == REWRITTEN
+                                              else "")
         elif e["event"] == "user_unwind_stack":
             m = re.search(r"frames (\d+)-\d+ of \d+", e["rest"])
             start = int(m.group(1)) if m else 0
@@ -223,6 +240,16 @@ def check(s, prog, check_fn=None, parse_trace=None, values=None):
         check_fn(f"unwinder: {section} ran", status == "0", f"status {status}")
         check_chain(check_fn, section, events, chain, prog, cache,
                     min_stacks=5 if section in ("UNWIND_DEEP", "UNWIND_PLT") else 20)
+    events = parse_trace(s.get("UNWIND_REWRITE", []))
+    check_fn("unwinder: UNWIND_REWRITE ran", values(s.get("UNWIND_REWRITE", [])).get(
+        "status") == "0", str(values(s.get("UNWIND_REWRITE", []))))
+    check_chain(check_fn, "a library rewritten in place between runs", events,
+                CHAINS["UNWIND_DL"], prog, cache)
+    versions = {(e["cookie"], e["build_id"]) for e in events
+                if e["event"] == "file_cache" and e.get("path") == REWRITTEN}
+    check_fn("unwinder: each content of the rewritten file has its own cookie, both builds seen",
+             len({c for c, _ in versions}) >= 6 and len({b for _, b in versions}) == 2,
+             f"{len(versions)} (cookie, build-id) pairs: {sorted(versions)[:8]}")
     check_bash(check_fn, parse_trace(s.get("UNWIND_BASH", [])), prog, cache)
     events = parse_trace(s.get("UNWIND_LIMIT", []))
     got, cut = stacks(events), truncations(events)

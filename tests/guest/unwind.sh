@@ -18,6 +18,17 @@ traced UNWIND_DEEP 'id == 110' sh -c 'for i in 1 2 3 4 5; do uu_nofp deep 100 ||
 traced UNWIND_LIMIT 'id == 110' uu_nofp deep 600
 traced UNWIND_PLT 'id == 110' sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do uu_nofp plt || exit 1; done'
 traced UNWIND_DL 'id == 110' uu_nofp dl 40
+# One library file rewritten in place (same inode, a new change time) between runs, with
+# two builds in turn whose nf_dl_fn differ in place and frame: no row of one may serve the
+# other.
+mkdir -p /tmp/uulib
+traced UNWIND_REWRITE 'id == 110' sh -c 'for i in 1 2 3 4 5 6; do
+	if [ $((i % 2)) = 1 ]; then v=libuunofpdl.so; else v=libuunofpdl2.so; fi
+	cat /usr/lib/$v >/tmp/uulib/libuunofpdl.so || exit 1
+	sleep 0.05
+	LD_LIBRARY_PATH=/tmp/uulib uu_nofp dl 5 || exit 1
+done'
+result rewrite_inode "$(stat -c %i /tmp/uulib/libuunofpdl.so)"
 # A Debian binary: bash's own system calls, builtins only (no fork, no exec).
 traced UNWIND_BASH 'common_pid != 0' bash -c 'i=0; while [ $i -lt 30 ]; do i=$((i + 1)); echo $i >/dev/null; done'
 
