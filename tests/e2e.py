@@ -503,7 +503,8 @@ def main():
     prog = subprocess.run(["bash", "-c", ". scripts/lib.sh; echo $CACHE/prog"], cwd=ROOT,
                           capture_output=True, text=True, check=True).stdout.strip()
     log = os.path.join(prog, f"e2e-console-{kernel}.log")
-    hostile = os.path.join(prog, "hostile")
+    # One folder a kernel: make check runs the two suites at once.
+    hostile = os.path.join(prog, f"hostile-{kernel}")
     hostile_elf.main(hostile)
     run = subprocess.run([os.path.join(ROOT, "scripts/run-guest.sh"), "--kernel", kernel,
                           "--log", log,

@@ -243,31 +243,58 @@ else
 	echo "# skipped: no test fixture uu_mmhold.ko for this kernel"
 fi
 
-# A failed init leaves nothing behind: insmod with its Nth slab allocation failed, N = 1, 2,
-# ... until it loads (/proc/self/fail-nth counts the allocations of the task that writes it,
-# through exec; failslab must not skip the GFP_KERNEL ones). Each failure must leave no
-# module, no option or stats file, no events; the splat check covers the rest.
+# A failed init leaves nothing behind: insmod with its Nth slab allocation failed
+# (/proc/self/fail-nth, written by the task that then execs insmod; failslab must not skip
+# the GFP_KERNEL ones). Every injected failure decrements failslab's "times", which says
+# whether the Nth allocation happened at all: a binary search finds the load's last
+# allocation, and the last 120 of them (module init's, and the load's end) are failed one by
+# one. Each failure must leave no module, no option or stats file, no events; a load that
+# survives its failure is unloaded again; the splat check covers the rest.
 section ID_FAILNTH
-if [ -e /proc/self/fail-nth ] && [ -d /sys/kernel/debug/failslab ]; then
+F=/sys/kernel/debug/failslab
+if [ -e /proc/self/fail-nth ] && [ -d $F ]; then
 	rmmod user_unwind
-	echo N >/sys/kernel/debug/failslab/ignore-gfp-wait
-	echo 0 >/sys/kernel/debug/failslab/verbose
-	failed=0 leftover=0 n=1
-	while [ $n -le 2000 ]; do
-		if sh -c "echo $n >/proc/self/fail-nth && exec insmod /lib/modules/user_unwind.ko" \
-			2>/dev/null; then
-			break
+	echo N >$F/ignore-gfp-wait
+	echo 0 >$F/verbose
+	echo 0 >$F/probability
+	echo 1000000 >$F/times
+	# try N: insmod with its Nth allocation failed; true if that allocation happened.
+	try() {
+		before=$(cat $F/times)
+		sh -c "echo $1 >/proc/self/fail-nth && exec insmod /lib/modules/user_unwind.ko" \
+			2>/dev/null
+		status=$?
+		fired=$((before - $(cat $F/times)))
+		if [ $status -eq 0 ]; then
+			survived=$((survived + 1))
+			rmmod user_unwind
+		else
+			failed=$((failed + 1))
+			if grep -q '^user_unwind ' /proc/modules || [ -e $OPT ] ||
+				[ -e $T/user_unwind_stats ] || [ -e $T/events/user_unwind ]; then
+				leftover=$((leftover + 1))
+				rmmod user_unwind 2>/dev/null
+			fi
 		fi
-		failed=$((failed + 1))
-		if grep -q '^user_unwind ' /proc/modules || [ -e $OPT ] ||
-			[ -e $T/user_unwind_stats ] || [ -e $T/events/user_unwind ]; then
-			leftover=$((leftover + 1))
-			rmmod user_unwind 2>/dev/null
-		fi
+		[ $fired -gt 0 ]
+	}
+	survived=0 failed=0 leftover=0 lo=1 hi=8192
+	while [ $((hi - lo)) -gt 1 ]; do
+		mid=$(((lo + hi) / 2))
+		if try $mid; then lo=$mid; else hi=$mid; fi
+	done
+	result allocations $lo
+	bisect_leftover=$leftover
+	survived=0 failed=0 leftover=$bisect_leftover n=$((lo > 120 ? lo - 119 : 1))
+	while [ $n -le $lo ]; do
+		try $n
 		n=$((n + 1))
 	done
-	echo Y >/sys/kernel/debug/failslab/ignore-gfp-wait
+	echo Y >$F/ignore-gfp-wait
+	echo 1 >$F/times
+	insmod /lib/modules/user_unwind.ko
 	result failed_loads $failed
+	result survived_loads $survived
 	result leftover $leftover
 	result loaded "$(grep -c '^user_unwind ' /proc/modules)"
 	result option "$([ -e $OPT ] && echo yes || echo no)"
