@@ -263,7 +263,7 @@ def check_failnth(t, s):
         print("# skipped: failed loads (no fault injection in this kernel)")
         return
     v = t.values(lines)
-    print(f"# failed loads: of a load's {v.get('allocations')} allocations, the last 120 "
+    print(f"# failed loads: of a load's {v.get('allocations')} allocations, the last 200 "
           f"failed one by one: {v.get('failed_loads')} loads failed, "
           f"{v.get('survived_loads')} survived")
     t.check("identity: insmod failing at each of its last allocations in turn leaves "

@@ -247,13 +247,16 @@ fi
 # (/proc/self/fail-nth, written by the task that then execs insmod; failslab must not skip
 # the GFP_KERNEL ones). Every injected failure decrements failslab's "times", which says
 # whether the Nth allocation happened at all: a binary search finds the load's last
-# allocation, and the last 120 of them (module init's, and the load's end) are failed one by
+# allocation, and the last 200 of them (module init's, and the load's end) are failed one by
 # one. Each failure must leave no module, no option or stats file, no events; a load that
 # survives its failure is unloaded again; the splat check covers the rest.
 section ID_FAILNTH
 F=/sys/kernel/debug/failslab
 if [ -e /proc/self/fail-nth ] && [ -d $F ]; then
 	rmmod user_unwind
+	# The module's KUnit suite would run at every load: not in this loop.
+	K=/sys/module/kunit/parameters/filter_glob
+	[ ! -w $K ] || echo no_suite >$K
 	echo N >$F/ignore-gfp-wait
 	echo 0 >$F/verbose
 	echo 0 >$F/probability
@@ -285,13 +288,14 @@ if [ -e /proc/self/fail-nth ] && [ -d $F ]; then
 	done
 	result allocations $lo
 	bisect_leftover=$leftover
-	survived=0 failed=0 leftover=$bisect_leftover n=$((lo > 120 ? lo - 119 : 1))
+	survived=0 failed=0 leftover=$bisect_leftover n=$((lo > 200 ? lo - 199 : 1))
 	while [ $n -le $lo ]; do
 		try $n
 		n=$((n + 1))
 	done
 	echo Y >$F/ignore-gfp-wait
 	echo 1 >$F/times
+	[ ! -w $K ] || echo '*' >$K
 	insmod /lib/modules/user_unwind.ko
 	result failed_loads $failed
 	result survived_loads $survived
