@@ -255,43 +255,10 @@ def check_mmap_held(t, s):
             ok, str(v))
 
 
-def check_failnth(t, s):
-    """insmod with each of its slab allocations failed in turn, until it loads: every
-    failure leaves nothing behind (and the splat check sees no use-after-free)."""
-    lines = s["ID_FAILNTH"]
-    if any(line.startswith("# skipped") for line in lines):
-        print("# skipped: failed loads (no fault injection in this kernel)")
-        return
-    v = t.values(lines)
-    print(f"# failed loads: of a load's {v.get('allocations')} allocations, the last 200 "
-          f"failed one by one: {v.get('failed_loads')} loads failed, "
-          f"{v.get('survived_loads')} survived")
-    t.check("identity: insmod failing at each of its last allocations in turn leaves "
-            "nothing behind, then loads",
-            int(v.get("failed_loads", 0)) > 10 and v.get("leftover") == "0"
-            and v.get("loaded") == "1" and v.get("option") == "yes", str(v))
-
-
-def check_no_collision(t, s):
-    """Over every trace the guest printed, a cookie stands for one file (path and
-    build-id) or one name: no two files share a cookie, and no cookie changes meaning."""
-    meaning = {}
-    for name, lines in s.items():
-        for e in t.parse_trace(lines):
-            if e["event"] != "file_cache" or "path" not in e:
-                continue
-            path = e["path"].removesuffix(" (deleted)")
-            meaning.setdefault(e["cookie"], set()).add((path, e["build_id"]))
-    two = {hex(c): m for c, m in meaning.items() if len(m) > 1}
-    t.check("identity: over the whole run, every cookie stands for one file",
-            len(meaning) > 20 and not two, f"{len(meaning)} cookies, {len(two)} with two "
-            f"meanings: {list(two.items())[:3]}")
-
-
 def check_all(t, s, prog):
     ustack = os.path.join(ROOT, "tools/ustack/target/release/ustack")
     for check in (check_order, check_reuse, check_rewrite, check_shared, check_blocked, check_disabled,
-                  check_perf, check_mmap_held, check_failnth):
+                  check_perf, check_mmap_held):
         check(t, s)
     check_exec(t, s, prog)
     check_exit_window(t, s, prog)
