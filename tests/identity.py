@@ -255,6 +255,22 @@ def check_mmap_held(t, s):
             ok, str(v))
 
 
+def check_no_collision(t, s):
+    """Over every trace the guest printed, a cookie stands for one file (path and
+    build-id) or one name: no two files share a cookie, and no cookie changes meaning."""
+    meaning = {}
+    for name, lines in s.items():
+        for e in t.parse_trace(lines):
+            if e["event"] != "file_cache" or "path" not in e:
+                continue
+            path = e["path"].removesuffix(" (deleted)")
+            meaning.setdefault(e["cookie"], set()).add((path, e["build_id"]))
+    two = {hex(c): m for c, m in meaning.items() if len(m) > 1}
+    t.check("identity: over the whole run, every cookie stands for one file",
+            len(meaning) > 20 and not two, f"{len(meaning)} cookies, {len(two)} with two "
+            f"meanings: {list(two.items())[:3]}")
+
+
 def check_all(t, s, prog):
     ustack = os.path.join(ROOT, "tools/ustack/target/release/ustack")
     for check in (check_order, check_reuse, check_rewrite, check_shared, check_blocked, check_disabled,
