@@ -126,8 +126,10 @@ def main():
               frames[0] in ("raw_syscalls:sys_enter", "sys_enter"), frames[0])
         check(f"{name}: uu_chain's frames are its call chain at the lines of its calls",
               frames[-len(chain):] == chain, f"{frames[-len(chain):]} != {chain}")
-        # libc's frame (the return into __libc_start_call_main): llvm-symbolizer on the debug
-        # file found by the file's build-id is the ground truth.
+        # libc's outermost frame (with the .eh_frame unwinder the stack goes on through
+        # __libc_start_main to the program's _start; with frame pointers it ends at the
+        # return into __libc_start_call_main): llvm-symbolizer on the debug file found by the
+        # file's build-id is the ground truth for the first libc frame of the folded line.
         offs = re.findall(r"libc\.so\.6\+0x([0-9a-f]+)", subprocess.run(
             [USTACK, "--folded", "-", "--sysroot", "/nonexistent", f"{work}/{name}"],
             capture_output=True, text=True).stdout)
@@ -138,8 +140,8 @@ def main():
             dbg = f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug"
             func, loc = llvm_symbolizer(dbg, vaddr)
             want_libc = f"{func} ({loc})"
-            check(f"{name}: libc's frame is named from libc6-dbg", frames[1] == want_libc,
-                  f"{frames[1]} != {want_libc} (llvm-symbolizer)")
+            check(f"{name}: libc's frame is named from libc6-dbg", want_libc in frames[1:3],
+                  f"{frames[1:3]} has no {want_libc} (llvm-symbolizer)")
         else:
             check(f"{name}: libc's frame is in the stack", False, ours[0][0])
         check(f"{name}: nothing unresolved", "unresolved: 0 frames" in run.stderr, run.stderr)
