@@ -37,13 +37,14 @@ order_pid=$!
 echo 1 >$T/tracing_on
 echo 1 >$T/events/user_unwind/enable
 sleep 1
+order=$(grep '^user_unwind:' $T/set_event | cut -d: -f2 | tr '\n' ' ')
 echo 0 >$T/events/user_unwind/enable
 echo 0 >$T/tracing_on
 kill $order_pid
 wait $order_pid 2>/dev/null
 sys_enter_off
 section ID_ORDER
-result order "$(grep '^user_unwind:' $T/set_event | cut -d: -f2 | tr '\n' ' ')"
+result order "$order"
 cat $T/trace
 
 # A file deleted and another that takes its device and inode numbers: tmpfs numbers its
