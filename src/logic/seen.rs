@@ -387,7 +387,12 @@ mod tests {
             })
             .collect();
         let mut seen = 0;
-        for _ in 0..200_000 {
+        // 200000 rounds, and on until a reader saw an id (the writers may not have run yet
+        // on a loaded machine), for ten seconds at most.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut rounds = 0;
+        while rounds < 200_000 || (seen == 0 && std::time::Instant::now() < deadline) {
+            rounds += 1;
             for &(file, id) in &ids {
                 match c.build_id(file) {
                     CachedId::Unknown => {}
