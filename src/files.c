@@ -56,8 +56,8 @@ static bool uu_reset_probed;
 /**
  * uu_files_init - start following the ring buffer's resets
  *
- * Without the probes the module still works: every stack then repeats its new file_cache
- * events after itself (see HeldFiles::repeat in src/files.rs).
+ * Without the probes the module still works: a reader that starts late then finds the
+ * file_cache of every file still in use at its reminder, within a second.
  *
  * Context: task, may sleep.
  * Return: 0.
