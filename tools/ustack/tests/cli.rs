@@ -4,22 +4,12 @@
 //! that ran, what each output holds, and the libtraceevent plugin under the real
 //! `trace-cmd report`.
 
+mod common;
+
+use common::{fixture, tmpdir};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ustack-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn ustack(args: &[&str]) -> (String, String, bool) {
     let out = Command::new(env!("CARGO_BIN_EXE_ustack"))

@@ -3,21 +3,10 @@
 //! Filters and views a trace user expects: a time range, CPUs, a process's threads, and
 //! the instances of `trace-cmd record -B`, read or named.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{fixture, tmpdir};
 use std::process::Command;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ustack-fi-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn ustack(args: &[&str]) -> (String, String, i32) {
     let out = Command::new(env!("CARGO_BIN_EXE_ustack"))

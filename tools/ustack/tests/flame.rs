@@ -3,15 +3,11 @@
 //! The flame graph: zoom, search and reset in a real browser (tests/flame_browser.py,
 //! skipped without chromium), and the differential graph of two traces.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ustack-fl-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use common::tmpdir;
+use std::path::Path;
+use std::process::Command;
 
 #[test]
 fn the_flame_graph_zooms_and_searches_in_a_browser() {

@@ -4,22 +4,12 @@
 //! bytes, files that are not traces), the command-line conventions, and stacks counted by
 //! what the outputs show.
 
+mod common;
+
+use common::{fixture, tmpdir};
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ustack-h-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// Run ustack: stdout, stderr, exit code.
 fn ustack_in(dir: Option<&Path>, args: &[&str]) -> (String, String, i32) {

@@ -5,15 +5,12 @@
 //! module's events do, and leaves a committed recording where -o says. The real
 //! trace-cmd and module are the guest's (tests/guest).
 
+mod common;
+
+use common::fixture;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
 
 /// A /sys and a trace-cmd in a fresh directory; `switch_on`: the trace-cmd writes 1 to
 /// the option file.

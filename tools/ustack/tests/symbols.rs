@@ -4,15 +4,11 @@
 //! so, PLT stubs are named `name@plt`, unnamed frames are counted, and debuginfod serves
 //! debug files by build-id (tests/debuginfod: a real debuginfod on loopback).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ustack-sy-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use common::tmpdir;
+use std::path::Path;
+use std::process::Command;
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|b| format!("{b:02x}")).collect()
