@@ -28,21 +28,21 @@ copy_with_libs /bin/bash /bin/bash
 
 build_test_programs
 for lib in libuutest.so libuua.so libuub.so libuuv1.so libuuv2.so; do
-	install -m 0755 "$CACHE/prog/$lib" "$OUT/usr/lib/$lib"
+	install -m 0755 "$PROG/$lib" "$OUT/usr/lib/$lib"
 done
-copy_with_libs "$CACHE/prog/uu_chain" /usr/bin/uu_chain
-copy_with_libs "$CACHE/prog/uu_dl" /usr/bin/uu_dl
-copy_with_libs "$CACHE/prog/uu_bench" /usr/bin/uu_bench
-copy_with_libs "$CACHE/prog/uu_named" /usr/bin/uu_named
-copy_with_libs "$CACHE/prog/uu_many" /usr/bin/uu_many
+copy_with_libs "$PROG/uu_chain" /usr/bin/uu_chain
+copy_with_libs "$PROG/uu_dl" /usr/bin/uu_dl
+copy_with_libs "$PROG/uu_bench" /usr/bin/uu_bench
+copy_with_libs "$PROG/uu_named" /usr/bin/uu_named
+copy_with_libs "$PROG/uu_many" /usr/bin/uu_many
 for lib in libuunofp.so libuunofpdl.so libuunofpdl2.so; do
-	install -m 0755 "$CACHE/prog/$lib" "$OUT/usr/lib/$lib"
+	install -m 0755 "$PROG/$lib" "$OUT/usr/lib/$lib"
 done
-copy_with_libs "$CACHE/prog/uu_nofp" /usr/bin/uu_nofp
-copy_with_libs "$CACHE/prog/uu_bench_nofp" /usr/bin/uu_bench_nofp
+copy_with_libs "$PROG/uu_nofp" /usr/bin/uu_nofp
+copy_with_libs "$PROG/uu_bench_nofp" /usr/bin/uu_bench_nofp
 install -m 0644 "$ROOT/tests/guest/unwind.sh" "$OUT/lib/uu-unwind.sh"
 for prog in uu_maps uu_exec uu_perf uu_dlone uu_ab; do
-	copy_with_libs "$CACHE/prog/$prog" /usr/bin/$prog
+	copy_with_libs "$PROG/$prog" /usr/bin/$prog
 done
 install -m 0644 "$KO" "$OUT/lib/modules/user_unwind.ko"
 install -m 0644 "$ROOT/tests/guest/lib.sh" "$OUT/lib/uu.sh"

@@ -3,9 +3,9 @@
 # Build user_unwind.ko out of tree, with CLIPPY=1: against the cached test kernel (the
 # default; LLVM=-19 and the rustup toolchain, as the kernel was built), against the
 # production-config test kernel the benchmark boots (KDIR=prod: the same toolchain; built
-# in $CACHE/module/prod), against Debian's stock kernel (KDIR=debian: GCC 14, rustc 1.85.1
+# in $TREE_OUT/module/prod), against Debian's stock kernel (KDIR=debian: GCC 14, rustc 1.85.1
 # and bindgen 0.71.1 from the Debian root scripts/stock-kernel.sh prepares; built in
-# $CACHE/module/debian-*), or against any prepared tree (KDIR=/path, with the toolchain on
+# $TREE_OUT/module/debian-*), or against any prepared tree (KDIR=/path, with the toolchain on
 # PATH). Fails on any compiler or clippy warning. `build-module.sh clean` removes the
 # objects.
 set -euo pipefail

@@ -6,7 +6,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-LOGS=$CACHE/check-logs
+LOGS=$TREE_OUT/check-logs
 mkdir -p "$LOGS"
 passed=0 failed=0
 
@@ -124,7 +124,7 @@ debian=$!
 # The guest: end-to-end tests, and the KUnit suite that ran at insmod.
 if [ -f user_unwind.ko ]; then
 	e2e e2e test
-	kunit=$CACHE/prog/kunit-test.log
+	kunit=$PROG/kunit-test.log
 	python3 "$SRC/tools/testing/kunit/kunit.py" parse "$kunit" >"$LOGS/kunit.log" 2>&1
 	summary=$(sed 's/\x1b\[[0-9;]*m//g' "$LOGS/kunit.log" | grep -E 'Ran [0-9]+ tests' | tail -n1)
 	ok=$(echo "$summary" | grep -oE 'passed: [0-9]+' | grep -oE '[0-9]+' || echo 0)

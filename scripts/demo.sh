@@ -17,21 +17,21 @@ trap 'rm -f "$out"' EXIT
 
 say "the same stacks, symbolized on the host: each file cookie resolved through its"
 say "file_cache event, each offset looked up in the very binaries that ran in the guest"
-python3 "$ROOT/tests/symbolize.py" "$out" /usr/bin="$CACHE/prog" /usr/lib="$CACHE/prog"
+python3 "$ROOT/tests/symbolize.py" "$out" /usr/bin="$PROG" /usr/lib="$PROG"
 
 # The host tool: trace-cmd records a workload in the guest, the trace.dat comes out over
 # the console, and tools/ustack symbolizes it (libc from Debian's libc6-dbg, by build-id).
 say "building tools/ustack"
 (cd "$ROOT/tools/ustack" && cargo build --release --quiet)
 say "trace-cmd record in the guest (uu_chain and uu_bench at depths 24 and 70, 2 CPUs)"
-DEMO=$CACHE/demo
+DEMO=$TREE_OUT/demo
 mkdir -p "$DEMO"
 "$ROOT/scripts/run-guest.sh" --add "$ROOT/tests/guest/ustack.sh:/bin/ustack.sh" -- \
 	/bin/ustack.sh demo >"$out"
 sed -n '/^=== FILE demo.dat$/,/^=== END$/p' "$out" | sed '1d;$d' | base64 -d >"$DEMO/trace.dat" ||
 	die "no trace.dat came out of the guest"
 say "ustack: the top stacks of $DEMO/trace.dat"
-"$ROOT/tools/ustack/target/release/ustack" --map /usr/bin="$CACHE/prog" --map /usr/lib="$CACHE/prog" \
+"$ROOT/tools/ustack/target/release/ustack" --map /usr/bin="$PROG" --map /usr/lib="$PROG" \
 	--top 3 --report - --svg "$DEMO/flame.svg" --folded "$DEMO/stacks.folded" \
 	--speedscope "$DEMO/speedscope.json" --pprof "$DEMO/profile.pb.gz" --task --lines \
 	"$DEMO/trace.dat"

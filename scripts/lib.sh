@@ -4,6 +4,10 @@
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${USER_UNWIND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/user-unwind}
+# What a checkout builds and logs (test programs, the prod and Debian modules, check logs,
+# the demo) lives in a folder of its own, so that two checkouts' runs never mix outputs.
+TREE_OUT=$CACHE/tree/$(printf '%s' "$ROOT" | sha256sum | cut -c1-12)
+PROG=$TREE_OUT/prog
 KERNEL_SERIES=7.3
 LLVM_SUFFIX=-19
 BINDGEN_VERSION=0.71.1
@@ -61,12 +65,12 @@ kernel_build_dir() {
 }
 
 # The module built for the prod flavour (build-module.sh KDIR=prod).
-prod_module_dir() { echo "$CACHE/module/prod"; }
+prod_module_dir() { echo "$TREE_OUT/module/prod"; }
 # The test programs, built once into the cache (frame pointers), so that the host-side
 # checks read the very binaries that ran in the guest.
 build_test_programs() {
-	mkdir -p "$CACHE/prog"
-	make -s -C "$ROOT/tests/prog" OUT="$CACHE/prog" || die "building the test programs failed"
+	mkdir -p "$PROG"
+	make -s -C "$ROOT/tests/prog" OUT="$PROG" || die "building the test programs failed"
 }
 
 rust_lib_src() { echo "$CACHE/rust-src-$(rustc_version)/usr/src/rustc-$(rustc_version)/library"; }
@@ -175,4 +179,4 @@ stock_key() {
 		in_stock_root sh -c 'rustc --version; bindgen --version; x86_64-linux-gnu-gcc-14 --version | head -n1; pahole --version'
 	} | sha256sum | cut -c1-16
 }
-stock_module_dir() { echo "$CACHE/module/debian-$DEBIAN_KERNEL"; }
+stock_module_dir() { echo "$TREE_OUT/module/debian-$DEBIAN_KERNEL"; }

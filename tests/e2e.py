@@ -500,7 +500,7 @@ def check_chain(events, exe, lib):
 
 def main():
     kernel = sys.argv[sys.argv.index("--kernel") + 1] if "--kernel" in sys.argv else "test"
-    prog = subprocess.run(["bash", "-c", ". scripts/lib.sh; echo $CACHE/prog"], cwd=ROOT,
+    prog = subprocess.run(["bash", "-c", ". scripts/lib.sh; echo $PROG"], cwd=ROOT,
                           capture_output=True, text=True, check=True).stdout.strip()
     log = os.path.join(prog, f"e2e-console-{kernel}.log")
     # One folder a kernel: make check runs the two suites at once.

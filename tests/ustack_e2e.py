@@ -24,8 +24,8 @@ from symbolize import Elf  # noqa: E402
 from splat import splats  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CACHE = os.environ.get("UU_CACHE", os.path.expanduser("~/.cache/user-unwind"))
-PROG = os.path.join(CACHE, "prog")
+PROG = subprocess.run(["bash", "-c", ". scripts/lib.sh; echo $PROG"], cwd=ROOT,
+                      capture_output=True, text=True, check=True).stdout.strip()
 USTACK = os.path.join(ROOT, "tools/ustack/target/release/ustack")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 results = []
@@ -70,7 +70,7 @@ def expected_chain():
 
 
 def main():
-    work = os.path.join(CACHE, "ustack-e2e")
+    work = os.path.join(os.path.dirname(PROG), "ustack-e2e")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(f"{work}/plugins")
     subprocess.run(["make", "-s", "-C", f"{ROOT}/tools/ustack/plugin", f"OUT={work}/plugins"],
