@@ -254,13 +254,18 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         &mut work.ips,
     );
     stats::add(Stat::UnwindStacks, 1);
-    stats::add(Stat::UnwindCfiFrames, counts.cfi.into());
-    stats::add(Stat::UnwindFpFrames, counts.fp.into());
-    stats::add(Stat::UnwindRowMisses, counts.row_misses.into());
-    stats::add(Stat::UnwindCfiErrors, counts.errors.into());
-    stats::add(Stat::UnwindTablesUnread, counts.table_unread.into());
-    if end.truncated() {
-        stats::add(Stat::UnwindTruncated, 1);
+    // Most are 0 on a warm stack: a call into C each is not free.
+    for (stat, n) in [
+        (Stat::UnwindCfiFrames, counts.cfi),
+        (Stat::UnwindFpFrames, counts.fp),
+        (Stat::UnwindRowMisses, counts.row_misses),
+        (Stat::UnwindCfiErrors, counts.errors),
+        (Stat::UnwindTablesUnread, counts.table_unread),
+        (Stat::UnwindTruncated, end.truncated().into()),
+    ] {
+        if n != 0 {
+            stats::add(stat, n.into());
+        }
     }
     let known = task.known.get(..task.nr_known).unwrap_or(&[]);
     stack::record_known(&work.ips[..n], cookie, keys, known);

@@ -341,15 +341,40 @@ fn reg_value(reg: u32, regs: &Regs) -> Result<u64, CfiError> {
     }
 }
 
+/// What a frame's step did to the registers it was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// They are now the caller's.
+    Caller,
+    /// The frame is the outermost; they are unchanged.
+    Outermost,
+}
+
+/// Takes a [`Step`] into the registers it steps: the slow paths' result in the hot loop's
+/// form.
+#[inline(always)]
+fn take(step: Step, regs: &mut Regs, exact: &mut bool) -> Next {
+    match step {
+        Step::Caller { regs: r, exact_ip } => {
+            *regs = r;
+            *exact = exact_ip;
+            Next::Caller
+        }
+        Step::Outermost => Next::Outermost,
+    }
+}
+
 /// [`super::cfi::step::apply`] of a packed row: the same checks and results, without
-/// building the row (the hot path of a stack seen before).
+/// building the row, written into `regs` and `exact` in place (the hot path of a stack
+/// seen before).
 #[inline(always)]
 fn apply_packed<M: Memory + ?Sized>(
     mem: &mut M,
     budget: &mut Budget,
     p: Packed,
-    regs: &Regs,
-) -> Result<Step, CfiError> {
+    regs: &mut Regs,
+    exact: &mut bool,
+) -> Result<Next, CfiError> {
     let cfa = reg_value(u32::from(p.a as u8), regs)?
         .checked_add_signed(i64::from((p.a >> 32) as u32 as i32))
         .ok_or(CfiError::BadFrame)?;
@@ -362,10 +387,10 @@ fn apply_packed<M: Memory + ?Sized>(
         return Err(CfiError::BadFrame);
     }
     let Some(ra) = packed_value(mem, budget, ra_tag, p.b as u32, regs.ip, cfa, regs)? else {
-        return Ok(Step::Outermost);
+        return Ok(Next::Outermost);
     };
     if ra == 0 {
-        return Ok(Step::Outermost);
+        return Ok(Next::Outermost);
     }
     let bp_tag = (p.a >> 24) & 0xff;
     let bp = packed_value(mem, budget, bp_tag, (p.b >> 32) as u32, regs.bp, cfa, regs)?;
@@ -378,15 +403,14 @@ fn apply_packed<M: Memory + ?Sized>(
         cfa,
         regs,
     )?;
-    Ok(Step::Caller {
-        regs: Regs {
-            ip: ra,
-            sp: cfa,
-            bp: bp.unwrap_or(0),
-            bx: bx.unwrap_or(0),
-        },
-        exact_ip: signal,
-    })
+    *regs = Regs {
+        ip: ra,
+        sp: cfa,
+        bp: bp.unwrap_or(0),
+        bx: bx.unwrap_or(0),
+    };
+    *exact = signal;
+    Ok(Next::Caller)
 }
 
 /// A row as three words, if it has no expression.
@@ -520,10 +544,10 @@ struct Unwind<'a, T: Task> {
     caches: &'a Caches,
     scratch: &'a mut Scratch,
     budget: Budget,
-    /// The last mappings of the stack (an empty one has `start == end`).
+    /// The mapping the last frame was in (an empty one has `start == end`).
+    last: Seen,
+    /// The mappings of the stack looked up before, in the order of their lookups.
     memo: [Seen; MEMO],
-    /// The one the last frame was in.
-    last: usize,
     /// The last cached row used, with its key and file offset: a recursion finds it again
     /// without probing the cache.
     last_row: (u64, u64, Packed),
@@ -535,13 +559,12 @@ impl<T: Task> Unwind<'_, T> {
     /// The mapping holding `pc`, looked up if it is not one of the last.
     #[inline(always)]
     fn seen(&mut self, pc: u64) -> Option<Seen> {
-        let last = self.memo.get(self.last).copied().unwrap_or_default();
-        if last.start <= pc && pc < last.end {
-            return Some(last);
+        if self.last.start <= pc && pc < self.last.end {
+            return Some(self.last);
         }
-        if let Some(i) = self.memo.iter().position(|s| s.start <= pc && pc < s.end) {
-            self.last = i;
-            return self.memo.get(i).copied();
+        if let Some(s) = self.memo.iter().find(|s| s.start <= pc && pc < s.end) {
+            self.last = *s;
+            return Some(self.last);
         }
         let r = self.task.region(pc)?;
         let seen = Seen {
@@ -550,12 +573,11 @@ impl<T: Task> Unwind<'_, T> {
             offset: r.offset,
             key: r.key.unwrap_or(0),
         };
-        let i = self.next % MEMO;
-        self.next = self.next.wrapping_add(1);
-        if let Some(slot) = self.memo.get_mut(i) {
+        if let Some(slot) = self.memo.get_mut(self.next % MEMO) {
             *slot = seen;
         }
-        self.last = i;
+        self.next = self.next.wrapping_add(1);
+        self.last = seen;
         Some(seen)
     }
 
@@ -592,32 +614,33 @@ impl<T: Task> Unwind<'_, T> {
     }
 
     /// The frame-pointer rule, where no table covers a frame.
-    fn fp(&mut self, regs: &Regs) -> Result<Step, CfiError> {
+    fn fp(&mut self, regs: &mut Regs, exact: &mut bool) -> Result<Next, CfiError> {
         self.counts.fp += 1;
-        step_fp(self.task, &mut self.budget, regs)
+        Ok(take(step_fp(self.task, &mut self.budget, regs)?, regs, exact))
     }
 
     /// One frame: its row (cached, else from its object's table), or the frame-pointer
-    /// rule where no table covers it.
+    /// rule where no table covers it; the caller's registers replace `regs` (and whether
+    /// its ip is exact, `exact`).
     #[inline(always)]
-    fn step(&mut self, regs: &Regs, exact: bool) -> Result<Step, CfiError> {
-        let pc = if exact { regs.ip } else { regs.ip - 1 };
+    fn step(&mut self, regs: &mut Regs, exact: &mut bool) -> Result<Next, CfiError> {
+        let pc = if *exact { regs.ip } else { regs.ip - 1 };
         let Some(seen) = self.seen(pc) else {
-            return self.fp(regs);
+            return self.fp(regs, exact);
         };
         if seen.key == 0 {
-            return self.fp(regs);
+            return self.fp(regs, exact);
         }
         let offset = (pc - seen.start).wrapping_add(seen.offset);
         let (key, off, p) = self.last_row;
         if key == seen.key && off == offset {
-            self.counts.cfi += 1;
-            return apply_packed(self.task, &mut self.budget, p, regs);
+            self.counts.cfi = self.counts.cfi.wrapping_add(1);
+            return apply_packed(self.task, &mut self.budget, p, regs, exact);
         }
         if let Some(p) = self.caches.rows.get_packed(seen.key, offset) {
             self.last_row = (seen.key, offset, p);
-            self.counts.cfi += 1;
-            return apply_packed(self.task, &mut self.budget, p, regs);
+            self.counts.cfi = self.counts.cfi.wrapping_add(1);
+            return apply_packed(self.task, &mut self.budget, p, regs, exact);
         }
         self.counts.row_misses += 1;
         let found = self
@@ -627,12 +650,13 @@ impl<T: Task> Unwind<'_, T> {
             Ok(found) => {
                 self.caches.rows.put(seen.key, offset, &found.row);
                 self.counts.cfi += 1;
-                apply(self.task, &mut self.budget, &found.row, regs)
+                let step = apply(self.task, &mut self.budget, &found.row, regs)?;
+                Ok(take(step, regs, exact))
             }
-            Err(CfiError::NoFde) => self.fp(regs),
+            Err(CfiError::NoFde) => self.fp(regs, exact),
             Err(CfiError::Read) => {
                 self.counts.table_unread += 1;
-                self.fp(regs)
+                self.fp(regs, exact)
             }
             Err(e) => Err(e),
         }
@@ -656,8 +680,8 @@ pub fn unwind<T: Task>(
         caches,
         scratch,
         budget: Budget::DEFAULT,
+        last: Seen::default(),
         memo: [Seen::default(); MEMO],
-        last: 0,
         last_row: (0, 0, Packed { a: 0, b: 0, c: 0 }),
         next: 0,
         counts: Counts::default(),
@@ -679,12 +703,9 @@ pub fn unwind<T: Task>(
         if regs.ip >= user_end {
             break End::NotUser;
         }
-        match u.step(&regs, exact) {
-            Ok(Step::Outermost) => break End::Complete,
-            Ok(Step::Caller { regs: r, exact_ip }) => {
-                regs = r;
-                exact = exact_ip;
-            }
+        match u.step(&mut regs, &mut exact) {
+            Ok(Next::Outermost) => break End::Complete,
+            Ok(Next::Caller) => {}
             Err(CfiError::Read) => break End::Read,
             Err(CfiError::BadFrame | CfiError::NoFde) => break End::BadFrame,
             Err(
@@ -807,11 +828,15 @@ mod tests {
                         let (a, b, c) = encode_row(&row).unwrap();
                         let mut b1 = Budget::default();
                         let mut b2 = Budget::default();
+                        let (mut r1, mut e1) = (regs, false);
+                        let (mut r2, mut e2) = (regs, false);
                         assert_eq!(
-                            apply_packed(&mut m, &mut b1, Packed { a, b, c }, &regs),
-                            apply(&mut m, &mut b2, &row, &regs),
+                            apply_packed(&mut m, &mut b1, Packed { a, b, c }, &mut r1, &mut e1),
+                            apply(&mut m, &mut b2, &row, &regs)
+                                .map(|step| take(step, &mut r2, &mut e2)),
                             "{row:?}"
                         );
+                        assert_eq!((r1, e1), (r2, e2), "{row:?}");
                         assert_eq!(b1, b2);
                         n += 1;
                     }
