@@ -9,7 +9,8 @@
 # buffer took plus events the ring buffer lost in the checked windows; missing: cookies of
 # the checked windows without their stack, plus file cookies of their stacks without a
 # file_cache. Fails when missing is not 0, the guest's console has a splat or kmemleak
-# finds a leak after the last unload.
+# finds a leak after the last unload, or when the .eh_frame unwinder (the default) unwound
+# nothing; its counters are printed on the line before.
 # All the while, NMIs are injected through QEMU's monitor (tests/nmi.py): the cookies the
 # checked windows hold from NMI context are counted, and there must be some.
 # Usage: scripts/stress.sh [CYCLES [SECONDS [CPUS [CHECK_EVERY]]]] (default 50 cycles of
@@ -44,6 +45,8 @@ total = dict.fromkeys(("requests", "cookies", "stacks", "exited", "lost", "missi
 done = windows = 0
 leaks = None
 context = dict.fromkeys(("nmi", "hardirq"), 0)
+unwinder = dict.fromkeys(("unwind_stacks", "unwind_cfi_frames", "unwind_fp_frames",
+                          "unwind_cfi_errors", "unwind_truncated"), 0)
 for line in out.splitlines():
     f = line.split()
     if f[:1] == ["cycle"] and "=" in line:
@@ -64,14 +67,19 @@ for line in out.splitlines():
         total["stacks"] += v["callbacks"]
         total["exited"] += v["exit_callbacks"]
         total["lost"] += v["cookies_unrecorded"]
+        for k in unwinder:
+            unwinder[k] += v.get(k, 0)
 splats = find_splats(log)
 for l in splats[:20]:
     print("splat:", l)
 ok = (done == cycles and windows and total["missing"] == 0 and not splats
-      and total["stacks"] > 0 and context["nmi"] > 0 and leaks == ["0"])
+      and total["stacks"] > 0 and context["nmi"] > 0 and leaks == ["0"]
+      and unwinder["unwind_stacks"] > 0 and unwinder["unwind_cfi_frames"] > 0)
 print(f"stress: kmemleak after the last unload: {' '.join(leaks or ['no report'])} leaks")
 print(f"stress: {done} of {cycles} cycles ran, {windows} windows checked, their cookies "
       f"from NMI context {context['nmi']}, from hardirq context {context['hardirq']}")
+# The .eh_frame unwinder (the default) took the stacks; its counters, summed over cycles.
+print("stress: unwinder " + " ".join(f"{k}={v}" for k, v in unwinder.items()))
 # The run's last line, as the documentation promises.
 print("stress: " + " ".join(f"{k}={v}" for k, v in total.items()))
 sys.exit(0 if ok else 1)

@@ -9,8 +9,11 @@
 # SECONDS:
 #   - threads of work on every CPU: uu_bench at depths 40, 100 and 300 (one record holds 64
 #     frames), getting SIGUSR1 on their way back to user space all the while;
+#   - the same without frame pointers, for the .eh_frame unwinder's caches and table reads:
+#     uu_bench_nofp at depth 100, signals and all;
 #   - fork/exec/exit churn (uu_chain started over and over, exiting with its last unwind
-#     pending) and dlopen/dlclose churn (uu_dl);
+#     pending) and dlopen/dlclose churn (uu_dl, and uu_nofp's dl mode: a library without
+#     frame pointers opened and closed at shifting addresses, then a new process);
 #   - the control side churning: the buffer cleared and resized, tracing switched off and
 #     on, an instance created with the cookie event enabled in it and removed, set_event
 #     rewritten, the option switched off and on.
@@ -58,9 +61,13 @@ workers() {
 		uu_bench 1000000000 $d >/dev/null &
 		benches="$benches $!"
 	done
+	uu_bench_nofp 1000000000 100 >/dev/null &
+	benches="$benches $!"
 	(while [ ! -e /tmp/stop ]; do uu_chain 3 >/dev/null; done) &
 	loops=$!
 	(while [ ! -e /tmp/stop ]; do uu_dl 5 >/dev/null; done) &
+	loops="$loops $!"
+	(while [ ! -e /tmp/stop ]; do uu_nofp dl 5 >/dev/null; done) &
 	loops="$loops $!"
 	# Once they have set up their SIGUSR1 handler.
 	(sleep 0.5; while [ ! -e /tmp/stop ]; do kill -USR1 $benches; sleep 0.01; done) 2>/dev/null &
