@@ -11,13 +11,17 @@
 //! taken twice.
 //!
 //! A file cookie resolves to the most recent `file_cache` with that cookie before the stack
-//! record, in timestamp order across all CPUs: that is what keeps a reused cookie right. The
-//! module repeats a stack's `file_cache` events right after it when a reader reset the
-//! buffer while the stack was being written; those (same task, same CPU, before that CPU's
-//! next other event) resolve it too. Nothing else is guessed: a cookie without either stays
-//! unresolved and is counted.
+//! record, in timestamp order across all CPUs. The module repeats a stack's `file_cache`
+//! events right after it when a reader reset the buffer while the stack was being written;
+//! those (same task, same CPU, before that CPU's next other event) resolve it too. A cookie
+//! is a hash of the file's identity and never names another file, so a `file_cache` *after*
+//! the stack names it as well: the module's reminder writes one within about a second for
+//! every file in use, which is how a reader that lost the first one (a buffer that
+//! overwrote its start) finds it. A sample with such a cookie waits for it, bounded
+//! ([`HOLD_NS`] of trace time, [`HOLD_FRAMES`] frames held in all), then comes out as it is.
+//! Nothing else is guessed: a cookie no `file_cache` names stays unresolved and is counted.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
 use crate::events::{Event, Kind, RawFrame};
@@ -25,6 +29,13 @@ use crate::events::{Event, Kind, RawFrame};
 /// File cookie 0: the address was in no mapping; 1: anonymous memory (raw addresses).
 pub const COOKIE_NO_VMA: u64 = 0;
 pub const COOKIE_ANON: u64 = 1;
+
+/// How long (trace time) a sample waits for a `file_cache` after it that names one of its
+/// file cookies: the module's reminder writes one within about a second of a file's use.
+pub const HOLD_NS: u64 = 5_000_000_000;
+/// The frames of all samples waiting so, at most (about 24 bytes each): past that the
+/// oldest comes out as it is.
+pub const HOLD_FRAMES: usize = 1 << 19;
 
 /// What a `file_cache` event says a cookie stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +103,8 @@ pub struct Stats {
     pub unresolved_cookies: usize,
     pub bad_index_frames: usize,
     pub file_caches: usize,
+    /// Frames named by a `file_cache` written after their stack.
+    pub late_named_frames: usize,
 }
 
 struct Pending {
@@ -150,6 +163,11 @@ pub struct Joiner {
     unresolved: HashSet<u64>,
     cpus: HashMap<u32, CpuState>,
     tgids: HashMap<i32, i32>,
+    /// Samples complete but for file cookies nothing named yet, oldest first, with the
+    /// count of their frames and of the held samples waiting for each cookie.
+    held: VecDeque<Sample>,
+    held_frames: usize,
+    awaited: HashMap<u64, usize>,
 }
 
 impl Joiner {
@@ -193,6 +211,13 @@ impl Joiner {
     /// Take one event, in timestamp order.
     pub fn push(&mut self, e: Event, out: &mut impl FnMut(Sample)) {
         self.st.events += 1;
+        while self
+            .held
+            .front()
+            .is_some_and(|h| e.ts.saturating_sub(h.ts) > HOLD_NS)
+        {
+            self.release_front(out);
+        }
         let mut cpu = self.cpus.remove(&e.cpu).unwrap_or_default();
         // File caches repeated right after a stack on its CPU resolve it; anything else
         // ends the run.
@@ -318,7 +343,8 @@ impl Joiner {
                 build_id,
             } => {
                 self.st.file_caches += 1;
-                Self::file_info(&mut self.files, *cookie, path, build_id);
+                let info = Self::file_info(&mut self.files, *cookie, path, build_id);
+                self.named(*cookie, &info, out);
             }
         }
         cpu.last = Some(Last {
@@ -345,26 +371,122 @@ impl Joiner {
         }
     }
 
+    /// A sample whose trigger and stack are known: out, or held while a file cookie of it
+    /// is not named yet.
     fn emit(&mut self, seq: usize, out: &mut impl FnMut(Sample)) {
-        if let Some(w) = self.waiting.remove(&seq) {
-            self.st.frames += w.s.frames.len();
-            for f in &w.s.frames {
-                match f {
-                    Frame::Unresolved { .. } => self.st.unresolved_frames += 1,
-                    Frame::BadIndex { .. } => self.st.bad_index_frames += 1,
-                    _ => {}
+        let Some(mut w) = self.waiting.remove(&seq) else {
+            return;
+        };
+        // Named since the stack was recorded (a file_cache on another CPU before this
+        // CPU's next event).
+        for f in w.s.frames.iter_mut() {
+            if let Frame::Unresolved { cookie, value } = *f {
+                if let Some(info) = self.files.get(&cookie) {
+                    *f = classify(Rc::clone(info), value);
+                    self.st.late_named_frames += 1;
                 }
             }
-            out(w.s);
+        }
+        let mut cookies: Vec<u64> =
+            w.s.frames
+                .iter()
+                .filter_map(|f| match f {
+                    Frame::Unresolved { cookie, .. } => Some(*cookie),
+                    _ => None,
+                })
+                .collect();
+        if cookies.is_empty() {
+            self.release(w.s, out);
+            return;
+        }
+        cookies.sort_unstable();
+        cookies.dedup();
+        for c in cookies {
+            *self.awaited.entry(c).or_default() += 1;
+        }
+        self.held_frames += w.s.frames.len();
+        self.held.push_back(w.s);
+        while self.held_frames > HOLD_FRAMES {
+            self.release_front(out);
         }
     }
 
-    fn add_part(&mut self, aw: Awaiting, out: &mut impl FnMut(Sample)) {
-        for f in &aw.frames {
-            if let Frame::Unresolved { cookie, .. } = f {
-                self.unresolved.insert(*cookie);
+    /// The oldest held sample comes out as it is: waited long enough.
+    fn release_front(&mut self, out: &mut impl FnMut(Sample)) {
+        if let Some(s) = self.held.pop_front() {
+            self.unhold(&s);
+            self.release(s, out);
+        }
+    }
+
+    fn unhold(&mut self, s: &Sample) {
+        self.held_frames -= s.frames.len();
+        let mut cookies: Vec<u64> = s
+            .frames
+            .iter()
+            .filter_map(|f| match f {
+                Frame::Unresolved { cookie, .. } => Some(*cookie),
+                _ => None,
+            })
+            .collect();
+        cookies.sort_unstable();
+        cookies.dedup();
+        for c in cookies {
+            if let Some(n) = self.awaited.get_mut(&c) {
+                *n -= 1;
+                if *n == 0 {
+                    self.awaited.remove(&c);
+                }
             }
         }
+    }
+
+    /// A `file_cache` named `cookie`: the held samples that wait for it take it, and those
+    /// that wait for nothing else come out.
+    fn named(&mut self, cookie: u64, info: &Rc<FileInfo>, out: &mut impl FnMut(Sample)) {
+        if self.awaited.remove(&cookie).is_none() {
+            return;
+        }
+        let mut rest = VecDeque::with_capacity(self.held.len());
+        for mut s in std::mem::take(&mut self.held) {
+            let mut unresolved = false;
+            for f in s.frames.iter_mut() {
+                if let Frame::Unresolved { cookie: c, value } = *f {
+                    if c == cookie {
+                        *f = classify(Rc::clone(info), value);
+                        self.st.late_named_frames += 1;
+                    } else {
+                        unresolved = true;
+                    }
+                }
+            }
+            if unresolved {
+                rest.push_back(s);
+            } else {
+                self.held_frames -= s.frames.len();
+                self.release(s, out);
+            }
+        }
+        self.held = rest;
+    }
+
+    /// A sample out, its frames counted.
+    fn release(&mut self, s: Sample, out: &mut impl FnMut(Sample)) {
+        self.st.frames += s.frames.len();
+        for f in &s.frames {
+            match f {
+                Frame::Unresolved { cookie, .. } => {
+                    self.st.unresolved_frames += 1;
+                    self.unresolved.insert(*cookie);
+                }
+                Frame::BadIndex { .. } => self.st.bad_index_frames += 1,
+                _ => {}
+            }
+        }
+        out(s);
+    }
+
+    fn add_part(&mut self, aw: Awaiting, out: &mut impl FnMut(Sample)) {
         let Some(p) = self.pending.get_mut(&aw.key) else {
             return;
         };
@@ -417,6 +539,9 @@ impl Joiner {
                 self.st.incomplete_stacks += 1;
             }
             self.finish_stack(p, false, out);
+        }
+        while !self.held.is_empty() {
+            self.release_front(out);
         }
         self.st.unresolved_cookies = self.unresolved.len();
         self.st
@@ -639,8 +764,6 @@ mod tests {
             other(2, 0, 7),
             cookie(3, 0, 7, 0x100),
             stack(4, 0, 7, 0x100, 0, 2, &[(0x10, 0xaa), (0x20, 0xbb)]),
-            // A later file_cache of another task does not count.
-            fc(5, 0, 9, 0xaa, "/bin/late"),
         ];
         let (s, st) = join(&e);
         assert_eq!(
@@ -651,6 +774,103 @@ mod tests {
             }
         );
         assert_eq!((st.unresolved_frames, st.unresolved_cookies), (2, 2));
+    }
+
+    #[test]
+    fn a_file_cache_after_the_stack_names_it() {
+        // A cookie names one file whatever task, so the reminder of another task on
+        // another CPU, a second later, names the stacks before it; the cookie it does not
+        // name stays unresolved, and a cookie named before keeps that name.
+        let e = vec![
+            fc(1, 0, 5, 0xcc, "/lib/early.so"),
+            other(2, 0, 7),
+            cookie(3, 0, 7, 0x100),
+            stack(
+                4,
+                0,
+                7,
+                0x100,
+                0,
+                3,
+                &[(0x10, 0xaa), (0x20, 0xbb), (0x30, 0xcc)],
+            ),
+            other(5, 1, 8),
+            cookie(6, 1, 8, 0x200),
+            stack(7, 1, 8, 0x200, 0, 1, &[(0x40, 0xaa)]),
+            fc(1_000_000_000, 1, 9, 0xaa, "/bin/late"),
+            fc(1_000_000_001, 1, 9, 0xcc, "/lib/other-name.so"),
+            other(1_000_000_002, 0, 7),
+            cookie(1_000_000_003, 0, 7, 0x300),
+            stack(1_000_000_004, 0, 7, 0x300, 0, 1, &[(0x50, 0xaa)]),
+        ];
+        let (s, st) = join(&e);
+        assert_eq!(s.len(), 3);
+        assert_eq!(path(&s[0].frames[0]), "/bin/late+0x10");
+        assert_eq!(
+            s[0].frames[1],
+            Frame::Unresolved {
+                cookie: 0xbb,
+                value: 0x20
+            }
+        );
+        assert_eq!(path(&s[0].frames[2]), "/lib/early.so+0x30");
+        assert_eq!(path(&s[1].frames[0]), "/bin/late+0x40");
+        assert_eq!(path(&s[2].frames[0]), "/bin/late+0x50");
+        assert_eq!(st.late_named_frames, 2);
+        assert_eq!((st.unresolved_frames, st.unresolved_cookies), (1, 1));
+        assert_eq!(st.frames, 5);
+    }
+
+    #[test]
+    fn a_sample_waits_for_its_file_cache_a_bounded_time() {
+        // Past HOLD_NS the sample comes out as it is, in the order the stacks completed:
+        // the join streams, it does not keep the trace.
+        let mut j = Joiner::new();
+        let mut out = Vec::new();
+        let mut take = |s: Sample| out.push(s);
+        for e in [
+            other(1, 0, 7),
+            cookie(2, 0, 7, 0x100),
+            stack(3, 0, 7, 0x100, 0, 1, &[(0x10, 0xaa)]),
+            other(4, 0, 7),
+        ] {
+            j.push(e, &mut take);
+        }
+        drop(take);
+        assert!(out.is_empty(), "held while its cookie may still be named");
+        let mut take = |s: Sample| out.push(s);
+        j.push(other(HOLD_NS + 4, 0, 7), &mut take);
+        drop(take);
+        assert_eq!(out.len(), 1);
+        let mut take = |s: Sample| out.push(s);
+        j.push(fc(HOLD_NS + 5, 0, 7, 0xaa, "/bin/too-late"), &mut take);
+        let st = j.finish(&mut take);
+        assert!(matches!(out[0].frames[0], Frame::Unresolved { .. }));
+        assert_eq!((st.unresolved_frames, st.late_named_frames), (1, 0));
+    }
+
+    #[test]
+    fn held_samples_are_bounded_by_frames() {
+        // A cookie never named: the oldest samples come out once HOLD_FRAMES are held.
+        let mut j = Joiner::new();
+        let mut n = 0usize;
+        let mut most = 0usize;
+        let frames: Vec<(u64, u64)> = (0..64).map(|i| (i, 0xaa)).collect();
+        let stacks = HOLD_FRAMES / 64 + 100;
+        for i in 0..stacks as u64 {
+            let mut take = |_: Sample| n += 1;
+            j.push(other(4 * i, 0, 7), &mut take);
+            j.push(cookie(4 * i + 1, 0, 7, 0x100 + i), &mut take);
+            j.push(stack(4 * i + 2, 0, 7, 0x100 + i, 0, 64, &frames), &mut take);
+            most = most.max(j.held_frames);
+        }
+        // The last stack is complete at the next event on its CPU.
+        j.push(other(4 * stacks as u64, 0, 7), &mut |_| n += 1);
+        assert!(most <= HOLD_FRAMES);
+        assert_eq!(n, 100);
+        let st = j.finish(&mut |_| n += 1);
+        assert_eq!(n, stacks);
+        assert_eq!(st.unresolved_frames, stacks * 64);
     }
 
     #[test]

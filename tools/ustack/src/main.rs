@@ -542,9 +542,10 @@ fn run(a: Args) -> Result<bool> {
             st.frames
         );
         eprintln!(
-            "ustack: unresolved: {} frames of {} file cookies; {} cookies without a stack, {} without a trigger, {} stacks without a cookie, {} incomplete; {} bad records, {} events lost",
+            "ustack: unresolved: {} frames of {} file cookies ({} frames named by a file_cache after their stack); {} cookies without a stack, {} without a trigger, {} stacks without a cookie, {} incomplete; {} bad records, {} events lost",
             st.unresolved_frames,
             st.unresolved_cookies,
+            st.late_named_frames,
             st.cookies_without_stack,
             st.cookies_without_trigger,
             st.stacks_without_cookie,
