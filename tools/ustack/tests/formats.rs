@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Outputs other tools read: perf script's text (checked against the folded stacks, and by
-//! stackcollapse-perf.pl when it is installed: $STACKCOLLAPSE_PERF or on the PATH), and
-//! pprof's sample labels and `has_functions`.
+//! Outputs other tools read: perf script's text (read back by its documented shape, and
+//! folded by stackcollapse-perf.pl's Rust port inferno-collapse-perf, or the script itself
+//! in $STACKCOLLAPSE_PERF, into ustack's own folded stacks), and pprof's sample labels,
+//! `has_functions` and sample times.
 
 mod common;
 
@@ -81,37 +82,226 @@ fn perf_script_text_holds_every_sample() {
         text.contains("\t            12ce [unknown] (/usr/bin/uu_chain)\n"),
         "{text}"
     );
-    // stackcollapse-perf.pl, when there is one, reads the same stacks.
-    let sc = std::env::var_os("STACKCOLLAPSE_PERF")
+}
+
+/// The perf script consumer the test runs: `$STACKCOLLAPSE_PERF` (FlameGraph's
+/// stackcollapse-perf.pl, run with perl), else inferno-collapse-perf, its Rust port, which
+/// scripts/setup.sh installs into the cache (on the PATH of make check's stages). Absent,
+/// the test fails under CI and says SKIP elsewhere.
+fn consumer() -> Option<Command> {
+    if let Some(pl) = std::env::var_os("STACKCOLLAPSE_PERF") {
+        let mut c = Command::new("perl");
+        c.arg(pl);
+        return Some(c);
+    }
+    let name = "inferno-collapse-perf";
+    let cache = std::env::var_os("USER_UNWIND_CACHE")
         .map(PathBuf::from)
         .or_else(|| {
-            std::env::var_os("PATH").and_then(|p| {
-                std::env::split_paths(&p)
-                    .map(|d| d.join("stackcollapse-perf.pl"))
-                    .find(|f| f.is_file())
-            })
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(|x| PathBuf::from(x).join("user-unwind"))
+                .or_else(|| {
+                    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/user-unwind"))
+                })
         });
-    let Some(sc) = sc else {
-        eprintln!("SKIP: stackcollapse-perf.pl: not installed (set $STACKCOLLAPSE_PERF)");
-        return;
-    };
-    let mut c = Command::new("perl")
-        .arg(&sc)
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain(cache.map(|c| c.join("cargo/bin")))
+        .map(|d| d.join(name))
+        .find(|f| f.is_file());
+    match found {
+        Some(f) => {
+            let mut c = Command::new(f);
+            c.arg("-q");
+            Some(c)
+        }
+        None => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{name} is not installed: scripts/setup.sh installs it (or set $STACKCOLLAPSE_PERF)"
+            );
+            eprintln!("SKIP: {name}: not installed (scripts/setup.sh installs it)");
+            None
+        }
+    }
+}
+
+/// Folded lines to counts.
+fn counts(text: &str) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for l in text.lines() {
+        let (s, n) = l.rsplit_once(' ').unwrap();
+        *m.entry(s.to_string()).or_default() += n.parse::<u64>().unwrap();
+    }
+    m
+}
+
+/// ustack's own `--folded --task` lines as stackcollapse-perf.pl folds perf script's text,
+/// the documented differences taken out: the consumer's root is the command (ustack's is
+/// the event, then `comm-pid`); perf script's text has no inline marker (ustack's
+/// `_[i]`); a frame nothing named is `[file]` (ustack's `file+0xoffset`); a sample without
+/// frames is not counted (ustack's `[no stack]`, `[no user frames]`), nor the marker of a
+/// stack cut short (`[truncated]`).
+fn as_consumer_folds(folded: &str) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for (stack, n) in counts(folded) {
+        let mut parts = stack.split(';');
+        let _event = parts.next().unwrap();
+        let task = parts.next().unwrap();
+        let comm = task.rsplit_once('-').unwrap().0;
+        let frames: Vec<String> = parts
+            .filter(|f| !matches!(*f, "[truncated]" | "[no stack]" | "[no user frames]"))
+            .map(|f| {
+                let f = f.strip_suffix("_[i]").unwrap_or(f);
+                match f.rsplit_once("+0x") {
+                    Some((file, off)) if u64::from_str_radix(off, 16).is_ok() => {
+                        format!("[{file}]")
+                    }
+                    _ => f.to_string(),
+                }
+            })
+            .collect();
+        if frames.is_empty() {
+            continue;
+        }
+        *m.entry(format!("{comm};{}", frames.join(";"))).or_default() += n;
+    }
+    m
+}
+
+/// The consumer's folding of ustack's perf script text of `trace` equals ustack's own
+/// folded stacks of it, modulo the documented differences; returns the stacks.
+fn consumer_agrees(trace: &str, extra: &[&str]) -> Option<BTreeMap<String, u64>> {
+    let mut c = consumer()?;
+    let mut args = vec!["-q", "--perf-script", "-"];
+    args.extend_from_slice(extra);
+    args.push(trace);
+    let text = ustack(&args);
+    let mut args = vec!["-q", "--task", "--folded", "-"];
+    args.extend_from_slice(extra);
+    args.push(trace);
+    let ours = as_consumer_folds(&String::from_utf8(ustack(&args)).unwrap());
+    let mut c = c
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    std::io::Write::write_all(&mut c.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    std::io::Write::write_all(&mut c.stdin.take().unwrap(), &text).unwrap();
     let out = c.wait_with_output().unwrap();
-    let theirs: BTreeMap<String, u64> = String::from_utf8(out.stdout)
+    assert!(out.status.success(), "{out:?}");
+    let theirs = counts(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(theirs, ours, "the consumer's stacks, then ustack's");
+    Some(theirs)
+}
+
+#[test]
+fn stackcollapse_perf_folds_perf_script_as_ustack_folds() {
+    // The recording: every frame unnamed (nothing is found under /nonexistent).
+    let t = fixture("v7-zstd.dat");
+    let Some(stacks) = consumer_agrees(t.to_str().unwrap(), &["--sysroot", "/nonexistent"]) else {
+        return;
+    };
+    let chain = "uu_chain;[libc.so.6];[uu_chain];[uu_chain];[uu_chain];[uu_chain];[libuutest.so]";
+    assert_eq!(stacks.get(chain), Some(&20), "{stacks:#?}");
+    assert_eq!(stacks.values().sum::<u64>(), 24);
+}
+
+#[test]
+fn stackcollapse_perf_reads_named_frames() {
+    // A stack in this machine's libc, named from its symbols (and libc6-dbg's debug file
+    // when installed), under a frame of a file that is not here.
+    let libc = std::path::Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+    let id: String = ustack::elf::build_id(libc)
         .unwrap()
-        .lines()
-        .map(|l| {
-            let (s, n) = l.rsplit_once(' ').unwrap();
-            (s.to_string(), n.parse().unwrap())
-        })
+        .iter()
+        .map(|b| format!("{b:02x}"))
         .collect();
-    assert_eq!(theirs, ours);
+    let nm = String::from_utf8(
+        Command::new("nm")
+            .args(["-D", "--defined-only"])
+            .arg(libc)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let off = |name: &str, plus: u64| {
+        let va = nm
+            .lines()
+            .find_map(|l| {
+                let mut w = l.split_whitespace();
+                let a = w.next()?;
+                let n = w.nth(1)?;
+                (n == name || n.starts_with(&format!("{name}@@")))
+                    .then(|| u64::from_str_radix(a, 16).unwrap())
+            })
+            .unwrap();
+        let l = ustack::elf::loads(libc)
+            .unwrap()
+            .into_iter()
+            .find(|l| va >= l.vaddr && va - l.vaddr < l.filesz)
+            .unwrap();
+        va - l.vaddr + l.offset + plus
+    };
+    let mut t = String::from("# trace_clock: global\n# tracer: nop\n");
+    let line = |t: &mut String, us: u32, body: &str| {
+        t.push_str(&format!("  prog-42 [000] .....    10.{us:06}: {body}\n"));
+    };
+    line(
+        &mut t,
+        1,
+        &format!(
+            "file_cache: cookie=aa path={} build_id={id} build_id_len=20",
+            libc.display()
+        ),
+    );
+    line(
+        &mut t,
+        2,
+        "file_cache: cookie=bb path=/usr/bin/not-here build_id=0102 build_id_len=2",
+    );
+    let stack = [
+        (off("getppid", 0), 0xaa),
+        (off("puts", 8), 0xaa),
+        (off("qsort", 8), 0xaa),
+        (0x1234, 0xbb),
+    ];
+    for i in 0..3u32 {
+        line(&mut t, 10 + 3 * i, "sys_enter: NR 110 (0, 0, 0, 0, 0, 0)");
+        line(
+            &mut t,
+            11 + 3 * i,
+            &format!("user_unwind_cookie: cookie={:x}", 0x100 + i),
+        );
+        line(
+            &mut t,
+            12 + 3 * i,
+            &format!("user_unwind_stack: cookie={:x}", 0x100 + i),
+        );
+        for (o, c) in &stack[..2 + i as usize] {
+            t.push_str(&format!(" => <{o:016x}> : 0x{c:x}\n"));
+        }
+    }
+    let d = common::tmpdir("named");
+    let f = d.join("named.trace");
+    std::fs::write(&f, t).unwrap();
+    let Some(stacks) = consumer_agrees(f.to_str().unwrap(), &[]) else {
+        return;
+    };
+    // libc6-dbg names them as glibc's sources do (__GI_getppid), libc's own symbols
+    // without the prefixes.
+    let plain: BTreeMap<String, u64> = stacks
+        .iter()
+        .map(|(k, n)| (k.replace("__GI_", "").replace("_IO_", ""), *n))
+        .collect();
+    assert_eq!(
+        plain.get("prog;[not-here];qsort;puts;getppid"),
+        Some(&1),
+        "{stacks:#?}"
+    );
+    assert_eq!(plain.get("prog;puts;getppid"), Some(&1), "{stacks:#?}");
+    assert_eq!(stacks.values().sum::<u64>(), 3);
 }
 
 /// A protobuf message's fields: (number, varint or bytes).
