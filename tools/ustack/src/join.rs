@@ -827,24 +827,21 @@ mod tests {
         // the join streams, it does not keep the trace.
         let mut j = Joiner::new();
         let mut out = Vec::new();
-        let mut take = |s: Sample| out.push(s);
         for e in [
             other(1, 0, 7),
             cookie(2, 0, 7, 0x100),
             stack(3, 0, 7, 0x100, 0, 1, &[(0x10, 0xaa)]),
             other(4, 0, 7),
         ] {
-            j.push(e, &mut take);
+            j.push(e, &mut |s| out.push(s));
         }
-        drop(take);
         assert!(out.is_empty(), "held while its cookie may still be named");
-        let mut take = |s: Sample| out.push(s);
-        j.push(other(HOLD_NS + 4, 0, 7), &mut take);
-        drop(take);
+        j.push(other(HOLD_NS + 4, 0, 7), &mut |s| out.push(s));
         assert_eq!(out.len(), 1);
-        let mut take = |s: Sample| out.push(s);
-        j.push(fc(HOLD_NS + 5, 0, 7, 0xaa, "/bin/too-late"), &mut take);
-        let st = j.finish(&mut take);
+        j.push(fc(HOLD_NS + 5, 0, 7, 0xaa, "/bin/too-late"), &mut |s| {
+            out.push(s)
+        });
+        let st = j.finish(&mut |s| out.push(s));
         assert!(matches!(out[0].frames[0], Frame::Unresolved { .. }));
         assert_eq!((st.unresolved_frames, st.late_named_frames), (1, 0));
     }

@@ -405,6 +405,7 @@ fn read_trace(
     filter: &Filter,
     instance: Option<&str>,
     progress: &mut Progress,
+    keep_times: bool,
     mut sink: Option<&mut dyn FnMut(&join::Sample)>,
 ) -> Result<(Aggregator, join::Stats, ustack::Summary)> {
     let name = path.display().to_string();
@@ -415,6 +416,7 @@ fn read_trace(
     src.on_release(|s, e| input.release(s, e));
     let mut joiner = join::Joiner::new();
     let mut agg = Aggregator::new(filter.clone());
+    agg.keep_times = keep_times;
     let mut n = 0u64;
     let mut take = |s: join::Sample| {
         if let Some(f) = sink.as_mut() {
@@ -462,6 +464,8 @@ fn run(a: Args) -> Result<bool> {
     let name = path.display().to_string();
     let mut progress = Progress::new(a.quiet);
     let mut sym = Symbolizer::new(a.opts.clone());
+    // pprof gives each sample's time.
+    let times = a.outputs.iter().any(|(k, _)| k == "pprof");
     // perf script's text is written sample by sample, as the trace is read.
     let (agg, st, summary) = match a.outputs.iter().find(|(k, _)| k == "perf-script") {
         Some((_, dest)) => {
@@ -480,20 +484,38 @@ fn run(a: Args) -> Result<bool> {
                     &a.filter,
                     a.instance.as_deref(),
                     &mut progress,
+                    times,
                     Some(&mut sink),
                 ));
                 err.map_or(Ok(()), Err)
             })?;
             r.ok_or_else(|| Error::new("no trace read"))??
         }
-        None => read_trace(&path, &a.filter, a.instance.as_deref(), &mut progress, None)?,
+        None => read_trace(
+            &path,
+            &a.filter,
+            a.instance.as_deref(),
+            &mut progress,
+            times,
+            None,
+        )?,
     };
     let base = match &a.diff {
-        Some(b) => Some(read_trace(b, &a.filter, a.instance.as_deref(), &mut progress, None)?.0),
+        Some(b) => Some(
+            read_trace(
+                b,
+                &a.filter,
+                a.instance.as_deref(),
+                &mut progress,
+                false,
+                None,
+            )?
+            .0,
+        ),
         None => None,
     };
     progress.tick(|| "symbolizing".to_string());
-    let (kept, seen) = (agg.samples, agg.seen);
+    let (kept, seen, times_dropped) = (agg.samples, agg.seen, agg.times_dropped);
     let p = agg.profile(&mut sym, a.lines);
     let base = base.map(|b| b.profile(&mut sym, a.lines));
     progress.done();
@@ -611,6 +633,12 @@ fn run(a: Args) -> Result<bool> {
                 }
             }
         }
+    }
+    if times_dropped {
+        eprintln!(
+            "ustack: pprof: more than {} samples: their times are left out",
+            ustack::stacks::TIMES_MAX
+        );
     }
     if seen == 0 {
         eprintln!(

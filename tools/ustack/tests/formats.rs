@@ -404,3 +404,130 @@ fn pprof_labels_and_has_functions() {
     );
     assert_eq!(by_task.values().sum::<u64>(), 24);
 }
+
+/// Packed varints.
+fn packed(mut b: &[u8]) -> Vec<u64> {
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let mut v = 0;
+        let mut shift = 0;
+        loop {
+            let byte = b[0];
+            b = &b[1..];
+            v |= u64::from(byte & 0x7f) << shift;
+            shift += 7;
+            if byte < 0x80 {
+                break;
+            }
+        }
+        out.push(v);
+    }
+    out
+}
+
+#[test]
+fn pprof_sample_times_are_the_trace_times() {
+    // Ground truth: trace-cmd report's time of every cookie of the recording (a sample's
+    // time is its cookie's), in microseconds (rounded to the nearest), per task.
+    let report = std::fs::read_to_string(fixture("v7-zstd.report")).unwrap();
+    let mut truth: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for l in report.lines().filter(|l| l.contains("user_unwind_cookie:")) {
+        let mut w = l.split_whitespace();
+        let task = w.next().unwrap().to_string();
+        let _cpu = w.next();
+        let t = w.next().unwrap().trim_end_matches(':');
+        let (sec, usec) = t.split_once('.').unwrap();
+        let us = sec.parse::<u64>().unwrap() * 1_000_000 + usec.parse::<u64>().unwrap();
+        truth.entry(task).or_default().push(us);
+    }
+    let t = fixture("v7-zstd.dat");
+    let gz = ustack(&[
+        "-q",
+        "--sysroot",
+        "/nonexistent",
+        "--pprof",
+        "-",
+        t.to_str().unwrap(),
+    ]);
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
+    let f = pb(&raw);
+    let strings: Vec<String> = f
+        .iter()
+        .filter(|(n, _)| *n == 6)
+        .map(|(_, v)| String::from_utf8(v.clone().unwrap_err()).unwrap())
+        .collect();
+    let time_nanos = get(&f, 9);
+    let duration = get(&f, 10);
+    assert_eq!(strings[get(&f, 15) as usize], "nanoseconds", "tick_unit");
+    assert_eq!(get(&f, 12), 1, "period");
+    let pt = f
+        .iter()
+        .find(|(n, _)| *n == 11)
+        .unwrap()
+        .1
+        .clone()
+        .unwrap_err();
+    let pt = pb(&pt);
+    assert_eq!(
+        (
+            strings[get(&pt, 1) as usize].as_str(),
+            strings[get(&pt, 2) as usize].as_str()
+        ),
+        ("samples", "count")
+    );
+    let mut ours: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut last = 0;
+    for (_, s) in f.iter().filter(|(n, _)| *n == 2) {
+        let s = pb(s.as_ref().unwrap_err());
+        let value = packed(
+            s.iter()
+                .find(|(n, _)| *n == 2)
+                .unwrap()
+                .1
+                .as_ref()
+                .unwrap_err(),
+        )[0];
+        let mut labels: BTreeMap<String, (String, u64)> = BTreeMap::new();
+        for (_, l) in s.iter().filter(|(n, _)| *n == 3) {
+            let l = pb(l.as_ref().unwrap_err());
+            labels.insert(
+                strings[get(&l, 1) as usize].clone(),
+                (strings[get(&l, 2) as usize].clone(), get(&l, 3)),
+            );
+        }
+        // One breakdown, a tick per sample of the entry, in order.
+        let bds: Vec<_> = s.iter().filter(|(n, _)| *n == 4).collect();
+        assert_eq!(bds.len(), 1);
+        let bd = pb(bds[0].1.as_ref().unwrap_err());
+        let ticks = packed(
+            bd.iter()
+                .find(|(n, _)| *n == 1)
+                .unwrap()
+                .1
+                .as_ref()
+                .unwrap_err(),
+        );
+        assert_eq!(ticks.len() as u64, value);
+        assert!(ticks.windows(2).all(|w| w[0] <= w[1]));
+        let task = format!("{}-{}", labels["comm"].0, labels["pid"].1);
+        for t in ticks {
+            last = last.max(t);
+            ours.entry(task.clone())
+                .or_default()
+                .push((time_nanos + t + 500) / 1000);
+        }
+    }
+    for v in ours.values_mut() {
+        v.sort_unstable();
+    }
+    assert_eq!(ours, truth);
+    assert_eq!(
+        duration, last,
+        "duration_nanos: the first sample to the last"
+    );
+    assert_eq!(
+        (time_nanos + 500) / 1000,
+        *truth.values().flatten().min().unwrap()
+    );
+}
