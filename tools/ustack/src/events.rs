@@ -63,13 +63,21 @@ pub struct Event {
 }
 
 impl Kind {
-    /// The name of an event that may trigger a stack.
+    /// The name of an event that may trigger a stack: not one of the module's own, which
+    /// it writes after a stack (`user_unwind_truncated`) and requests none for.
     pub fn trigger(&self) -> Option<&Rc<str>> {
         match self {
+            Kind::Other { name } if is_module_event(name) => None,
             Kind::Other { name } | Kind::NewTask { name, .. } => Some(name),
             _ => None,
         }
     }
+}
+
+/// An event of the module's `user_unwind` system, as trace.dat names it (`system:name`) or
+/// as the trace file's text does (the bare name).
+fn is_module_event(name: &str) -> bool {
+    name.starts_with("user_unwind:") || name.starts_with("user_unwind_")
 }
 
 /// CLONE_THREAD, in task_newtask's clone_flags.

@@ -741,13 +741,39 @@ mod tests {
     }
 
     #[test]
-    fn a_reused_cookie_takes_the_file_cache_before_the_stack() {
+    fn the_modules_own_events_trigger_nothing() {
+        // user_unwind_truncated follows the stack it describes; the staged sys_enter after
+        // the next cookie is that cookie's trigger, not it.
+        let trunc = |ts, name: &str| ev(ts, 0, 7, Kind::Other { name: name.into() });
+        let e = vec![
+            fc(1, 0, 7, 0xaa, "/bin/a"),
+            cookie(2, 0, 7, 0x100),
+            other(3, 0, 7),
+            stack(4, 0, 7, 0x100, 0, 1, &[(0x10, 0xaa)]),
+            trunc(5, "user_unwind:user_unwind_truncated"),
+            cookie(6, 0, 7, 0x200),
+            other(7, 0, 7),
+            stack(8, 0, 7, 0x200, 0, 1, &[(0x10, 0xaa)]),
+            trunc(9, "user_unwind_truncated"),
+            cookie(10, 0, 7, 0x300),
+            other(11, 0, 7),
+            stack(12, 0, 7, 0x300, 0, 1, &[(0x10, 0xaa)]),
+        ];
+        let (s, st) = join(&e);
+        let names: Vec<&str> = s.iter().map(|s| &*s.event).collect();
+        assert_eq!(names, ["raw_syscalls:sys_enter"; 3]);
+        assert_eq!(st.cookies_without_trigger, 0);
+    }
+
+    #[test]
+    fn a_cookie_seen_again_with_another_path_names_the_stacks_after_it() {
         let e = vec![
             fc(1, 0, 5, 0xaa, "/lib/old.so"),
             other(2, 0, 7),
             cookie(3, 0, 7, 0x100),
             stack(4, 0, 7, 0x100, 0, 1, &[(0x10, 0xaa)]),
-            // The file went, its cookie came back for another file, on another CPU.
+            // The same file seen by another path (renamed, another mount), on another CPU:
+            // the stack before keeps the path it had.
             fc(5, 1, 8, 0xaa, "/lib/new.so"),
             other(6, 0, 7),
             cookie(7, 0, 7, 0x200),
