@@ -3,7 +3,8 @@
 """End-to-end test of tools/ustack.
 
 Boots the guest once with tests/guest/ustack.sh: trace-cmd records the test programs in
-each file format (v7 zstd, v7 uncompressed, v6, the global clock) and prints its own
+each file format (v7 zstd, v7 uncompressed, v6, the global clock, the time of day with
+--date) and prints its own
 report of each, with and without the libtraceevent plugin. Then, on the host:
 - the reader's oracle and plugin tests (tools/ustack/tests) run on these fresh files;
 - the symbolized stacks of uu_chain must be exactly its known call chain, each frame at
@@ -172,7 +173,7 @@ def main():
         files[m.group(1)] = base64.b64decode("".join(m.group(2).split()))
         with open(f"{work}/{m.group(1)}", "wb") as f:
             f.write(files[m.group(1)])
-    want = {f"{n}.{k}" for n in ("v7-zstd", "v7-none", "v6", "v7-global")
+    want = {f"{n}.{k}" for n in ("v7-zstd", "v7-none", "v6", "v7-global", "v7-date")
             for k in ("dat", "report", "plugin-report")} | {"text.trace", "nofp.dat"}
     check("every file came out of the guest", want <= set(files), sorted(want - set(files)))
     if not want <= set(files):
@@ -188,7 +189,8 @@ def main():
 
     chain = expected_chain()
     libc = Elf(LIBC)
-    for name in ("v7-zstd.dat", "v7-none.dat", "v6.dat", "v7-global.dat", "text.trace"):
+    for name in ("v7-zstd.dat", "v7-none.dat", "v6.dat", "v7-global.dat", "v7-date.dat",
+                 "text.trace"):
         t0 = time.monotonic()
         run = subprocess.run([USTACK, "--folded", "-", "--lines", "--map", f"/usr/bin={PROG}",
                               "--map", f"/usr/lib={PROG}", f"{work}/{name}"],

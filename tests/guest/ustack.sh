@@ -50,6 +50,8 @@ record v7-zstd
 record v7-none --compression none
 record v6 --file-version 6
 record v7-global -C global
+# --date: the file maps the trace clock to the time of day, which report prints.
+record v7-date --date -C global
 # uu_nofp, built -O2 without frame pointers as Debian builds: the module's .eh_frame
 # unwinder's complete stack, main -> nf_a -> nf_b -> nf_c -> getppid.
 WORKLOAD='uu_nofp chain 20'

@@ -354,13 +354,16 @@ impl Iterator for DatStream<'_> {
             }
         }
         let Reverse((_, i)) = self.heap.pop()?;
-        let e = self.queues[i].pop_front()?;
+        let mut e = self.queues[i].pop_front()?;
         if self.queues[i].is_empty() {
             self.refill(i);
         }
         if let Some(n) = self.queues[i].front() {
             self.heap.push(Reverse((n.ts, i)));
         }
+        // The file's time offset (trace-cmd record --date, --ts-offset), as trace-cmd
+        // report applies it: the order is the same.
+        e.ts = e.ts.saturating_add_signed(self.t.ts_offset);
         Some(e)
     }
 }

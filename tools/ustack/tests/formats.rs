@@ -427,9 +427,23 @@ fn packed(mut b: &[u8]) -> Vec<u64> {
 
 #[test]
 fn pprof_sample_times_are_the_trace_times() {
+    pprof_times("v7-zstd");
+}
+
+#[test]
+fn pprof_sample_times_are_the_time_of_day_with_date() {
+    // trace-cmd record --date: time_nanos is then nanoseconds past the epoch, as pprof
+    // defines it.
+    let t = pprof_times("v7-date");
+    assert!(t > 1_600_000_000_000_000_000, "{t}");
+}
+
+/// Checks the pprof times of recording `name` against its trace-cmd report; returns
+/// time_nanos.
+fn pprof_times(name: &str) -> u64 {
     // Ground truth: trace-cmd report's time of every cookie of the recording (a sample's
     // time is its cookie's), in microseconds (rounded to the nearest), per task.
-    let report = std::fs::read_to_string(fixture("v7-zstd.report")).unwrap();
+    let report = std::fs::read_to_string(fixture(&format!("{name}.report"))).unwrap();
     let mut truth: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for l in report.lines().filter(|l| l.contains("user_unwind_cookie:")) {
         let mut w = l.split_whitespace();
@@ -440,7 +454,7 @@ fn pprof_sample_times_are_the_trace_times() {
         let us = sec.parse::<u64>().unwrap() * 1_000_000 + usec.parse::<u64>().unwrap();
         truth.entry(task).or_default().push(us);
     }
-    let t = fixture("v7-zstd.dat");
+    let t = fixture(&format!("{name}.dat"));
     let gz = ustack(&[
         "-q",
         "--sysroot",
@@ -530,4 +544,5 @@ fn pprof_sample_times_are_the_trace_times() {
         (time_nanos + 500) / 1000,
         *truth.values().flatten().min().unwrap()
     );
+    time_nanos
 }

@@ -185,6 +185,19 @@ fn v7_global_clock_matches_trace_cmd_report() {
     assert!(ustack::clock_warning(Some("local")).is_some());
 }
 
+/// `trace-cmd record --date`: the DATE option maps the trace clock to the time of day,
+/// which trace-cmd report prints and the reader gives too.
+#[test]
+fn v7_date_matches_trace_cmd_report() {
+    check("v7-date");
+    let dat =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v7-date.dat"))
+            .unwrap();
+    let loaded = ustack::load(&dat).unwrap();
+    // Recorded after 2020, by the guest's clock.
+    assert!(loaded.events[0].ts > 1_600_000_000_000_000_000);
+}
+
 /// The text of the trace file and the trace.dat of the same workload join alike.
 #[test]
 fn text_and_trace_dat_join_alike() {
