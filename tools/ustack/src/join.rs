@@ -78,6 +78,9 @@ pub struct Sample {
     pub frames: Vec<Frame>,
     /// All records of the stack were found.
     pub complete: bool,
+    /// The unwinder stopped short of the outermost frame, for this reason
+    /// (`user_unwind_truncated`).
+    pub truncated: Option<Rc<str>>,
     /// The order of its cookie in the trace.
     pub seq: usize,
 }
@@ -103,6 +106,8 @@ pub struct Stats {
     pub unresolved_cookies: usize,
     pub bad_index_frames: usize,
     pub file_caches: usize,
+    /// Stacks the unwinder stopped short of their outermost frame (`user_unwind_truncated`).
+    pub truncated_stacks: usize,
     /// Frames named by a `file_cache` written after their stack.
     pub late_named_frames: usize,
 }
@@ -112,6 +117,7 @@ struct Pending {
     parts: Vec<(u16, Vec<Frame>)>,
     total: u16,
     got: usize,
+    truncated: Option<Rc<str>>,
 }
 
 /// A sample waiting for its trigger (the next event on its CPU) or its stack.
@@ -127,14 +133,16 @@ struct Last {
     pid: i32,
 }
 
-/// A stack record some of whose file cookies no `file_cache` before it named: the ones
-/// right after it on its CPU (same task) may.
+/// A stack record, until the next event on its CPU: the `file_cache` events right after it
+/// (same task) may name its file cookies, and a `user_unwind_truncated` of its cookie says
+/// the unwinder stopped short.
 struct Awaiting {
     key: (i32, u64),
     pid: i32,
     start: u16,
     total: u16,
     frames: Vec<Frame>,
+    truncated: Option<Rc<str>>,
 }
 
 #[derive(Default)]
@@ -237,6 +245,9 @@ impl Joiner {
                         }
                     }
                 }
+                Kind::Truncated { cookie, reason } if e.pid == aw.pid && *cookie == aw.key.1 => {
+                    aw.truncated = Some(Rc::clone(reason));
+                }
                 _ => {
                     if let Some(aw) = cpu.awaiting.take() {
                         self.add_part(aw, out);
@@ -282,6 +293,7 @@ impl Joiner {
                             cookie: *cookie,
                             frames: Vec::new(),
                             complete: false,
+                            truncated: None,
                             seq,
                         },
                         trigger_known: false,
@@ -295,6 +307,7 @@ impl Joiner {
                         parts: Vec::new(),
                         total: 0,
                         got: 0,
+                        truncated: None,
                     })
                     .samples
                     .push(seq);
@@ -319,22 +332,14 @@ impl Joiner {
                     }
                 } else {
                     let resolved: Vec<Frame> = frames.iter().map(|f| self.frame(*f)).collect();
-                    let aw = Awaiting {
+                    cpu.awaiting = Some(Awaiting {
                         key,
                         pid: e.pid,
                         start: *start,
                         total: *total,
                         frames: resolved,
-                    };
-                    if aw
-                        .frames
-                        .iter()
-                        .any(|f| matches!(f, Frame::Unresolved { .. }))
-                    {
-                        cpu.awaiting = Some(aw);
-                    } else {
-                        self.add_part(aw, out);
-                    }
+                        truncated: None,
+                    });
                 }
             }
             Kind::FileCache {
@@ -345,6 +350,19 @@ impl Joiner {
                 self.st.file_caches += 1;
                 let info = Self::file_info(&mut self.files, *cookie, path, build_id);
                 self.named(*cookie, &info, out);
+            }
+            // Not right after its stack on this CPU (the task moved between the two
+            // writes): its stack, if not complete yet, takes it.
+            Kind::Truncated { cookie, reason } => {
+                let taken = cpu
+                    .awaiting
+                    .as_ref()
+                    .is_some_and(|aw| aw.key == (e.pid, *cookie));
+                if !taken {
+                    if let Some(p) = self.pending.get_mut(&(e.pid, *cookie)) {
+                        p.truncated = Some(Rc::clone(reason));
+                    }
+                }
             }
         }
         cpu.last = Some(Last {
@@ -492,6 +510,9 @@ impl Joiner {
         };
         p.total = aw.total;
         p.got += aw.frames.len();
+        if aw.truncated.is_some() {
+            p.truncated = aw.truncated;
+        }
         p.parts.push((aw.start, aw.frames));
         if p.got >= usize::from(p.total) {
             if let Some(p) = self.pending.remove(&aw.key) {
@@ -503,11 +524,13 @@ impl Joiner {
 
     fn finish_stack(&mut self, mut p: Pending, complete: bool, out: &mut impl FnMut(Sample)) {
         p.parts.sort_by_key(|(start, _)| *start);
+        self.st.truncated_stacks += usize::from(p.truncated.is_some());
         let frames: Vec<Frame> = p.parts.into_iter().flat_map(|(_, f)| f).collect();
         for &seq in &p.samples {
             if let Some(w) = self.waiting.get_mut(&seq) {
                 w.s.frames = frames.clone();
                 w.s.complete = complete;
+                w.s.truncated = p.truncated.clone();
                 w.frames_known = true;
                 if w.trigger_known {
                     self.emit(seq, out);
@@ -738,6 +761,47 @@ mod tests {
             ["filtered", "plain", "filtered2", "(unrecorded event)"]
         );
         assert_eq!(st.cookies_without_trigger, 1);
+    }
+
+    #[test]
+    fn a_stack_cut_short_says_why() {
+        let trunc = |ts, cpu, pid, c: u64| {
+            ev(
+                ts,
+                cpu,
+                pid,
+                Kind::Truncated {
+                    cookie: c,
+                    reason: "bad_frame".into(),
+                },
+            )
+        };
+        let e = vec![
+            fc(1, 0, 7, 0xaa, "/bin/a"),
+            other(2, 0, 7),
+            cookie(3, 0, 7, 0x100),
+            stack(4, 0, 7, 0x100, 0, 1, &[(0x10, 0xaa)]),
+            // Right after its stack, with a repeated file_cache between.
+            fc(5, 0, 7, 0xaa, "/bin/a"),
+            trunc(6, 0, 7, 0x100),
+            other(7, 0, 7),
+            cookie(8, 0, 7, 0x200),
+            stack(9, 0, 7, 0x200, 0, 1, &[(0x10, 0xaa)]),
+            // Another cookie's, or another task's: not this stack's.
+            trunc(10, 0, 8, 0x200),
+            other(11, 1, 7),
+            cookie(12, 1, 7, 0x300),
+            // A stack of two records; the task moved to CPU 0 before the last one.
+            stack(13, 1, 7, 0x300, 0, 2, &[(0x10, 0xaa)]),
+            trunc(14, 1, 7, 0x300),
+            stack(15, 0, 7, 0x300, 1, 2, &[(0x20, 0xaa)]),
+        ];
+        let (s, st) = join(&e);
+        let why: Vec<Option<&str>> = s.iter().map(|s| s.truncated.as_deref()).collect();
+        assert_eq!(why, [Some("bad_frame"), None, Some("bad_frame")]);
+        assert!(s.iter().all(|s| s.complete));
+        assert_eq!(st.truncated_stacks, 2);
+        assert_eq!(&*s[0].event, "raw_syscalls:sys_enter");
     }
 
     #[test]

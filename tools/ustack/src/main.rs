@@ -564,7 +564,7 @@ fn run(a: Args) -> Result<bool> {
             st.frames
         );
         eprintln!(
-            "ustack: unresolved: {} frames of {} file cookies ({} frames named by a file_cache after their stack); {} cookies without a stack, {} without a trigger, {} stacks without a cookie, {} incomplete; {} bad records, {} events lost",
+            "ustack: unresolved: {} frames of {} file cookies ({} frames named by a file_cache after their stack); {} cookies without a stack, {} without a trigger, {} stacks without a cookie, {} incomplete, {} cut short by the unwinder; {} bad records, {} events lost",
             st.unresolved_frames,
             st.unresolved_cookies,
             st.late_named_frames,
@@ -572,6 +572,7 @@ fn run(a: Args) -> Result<bool> {
             st.cookies_without_trigger,
             st.stacks_without_cookie,
             st.incomplete_stacks,
+            st.truncated_stacks,
             summary.bad_records,
             summary.lost
         );

@@ -653,7 +653,8 @@ impl Pb {
 /// file: the trace's own data, one to one. A symbolized frame's functions (inlined ones
 /// first) are its Lines; a frame nothing named has none, and its mapping says
 /// `has_functions` only if some of its frames were named, so that pprof can symbolize the
-/// rest itself. The event, the command and the pid are sample labels. Times are the
+/// rest itself. The event, the command and the pid are sample labels, and `truncated`
+/// the reason the unwinder stopped short, where it did. Times are the
 /// trace's: `time_nanos` the first sample's, `duration_nanos` the span, and each sample's
 /// Breakdown the time of every event it counts (ticks in nanoseconds after `time_nanos`),
 /// when the profile kept them.
@@ -689,6 +690,7 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
     let mut loc_of: HashMap<u32, u64> = HashMap::new();
     let mut sample_msgs = Vec::new();
     let (k_event, k_comm, k_pid) = (s("event"), s("comm"), s("pid"));
+    let k_truncated = s("truncated");
 
     for e in &p.raw {
         let mut loc_ids = Vec::with_capacity(e.frames.len());
@@ -774,6 +776,12 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
             if let Some(n) = num {
                 lm.uint(3, n as u64);
             }
+            sm.bytes(3, &lm.0);
+        }
+        if let Some(r) = &e.truncated {
+            let mut lm = Pb::default();
+            lm.uint(1, k_truncated);
+            lm.uint(2, s(r));
             sm.bytes(3, &lm.0);
         }
         sample_msgs.push(sm.0);

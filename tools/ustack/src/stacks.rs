@@ -211,6 +211,8 @@ struct RawStack {
     pid: i32,
     comm: u32,
     complete: bool,
+    /// Why the unwinder stopped short (a string id), if it did.
+    truncated: Option<u32>,
     /// Frame keys, innermost first.
     frames: Box<[u32]>,
 }
@@ -317,6 +319,7 @@ impl Aggregator {
             None => self.string(&Rc::from("?")),
         };
         let frames: Box<[u32]> = s.frames.iter().map(|f| self.fkey(f)).collect();
+        let truncated = s.truncated.as_ref().map(|r| self.string(r));
         let c = self
             .stacks
             .entry(RawStack {
@@ -324,6 +327,7 @@ impl Aggregator {
                 pid: s.pid,
                 comm,
                 complete: s.complete,
+                truncated,
                 frames,
             })
             .or_default();
@@ -373,13 +377,22 @@ impl Aggregator {
         // labels are numbered in, and so ties are broken in, is the same every run.
         stacks.sort_unstable_by(|a, b| {
             b.1.n.cmp(&a.1.n).then_with(|| {
-                (a.0.event, a.0.pid, a.0.comm, a.0.complete, &a.0.frames).cmp(&(
-                    b.0.event,
-                    b.0.pid,
-                    b.0.comm,
-                    b.0.complete,
-                    &b.0.frames,
-                ))
+                (
+                    a.0.event,
+                    a.0.pid,
+                    a.0.comm,
+                    a.0.complete,
+                    a.0.truncated,
+                    &a.0.frames,
+                )
+                    .cmp(&(
+                        b.0.event,
+                        b.0.pid,
+                        b.0.comm,
+                        b.0.complete,
+                        b.0.truncated,
+                        &b.0.frames,
+                    ))
             })
         });
         for (
@@ -467,6 +480,10 @@ impl Aggregator {
             if !raw.complete && !raw.frames.is_empty() {
                 frames.push(p.label(Label::synthetic("[truncated]")));
             }
+            let truncated = raw.truncated.map(|r| Rc::clone(&self.strings[r as usize]));
+            if let Some(r) = &truncated {
+                frames.push(p.label(Label::synthetic(&format!("[truncated: {r}]"))));
+            }
             if raw.frames.is_empty() {
                 let m = if raw.complete {
                     "[no user frames]"
@@ -490,6 +507,7 @@ impl Aggregator {
                 task,
                 frames: pfs,
                 complete: raw.complete,
+                truncated,
                 count,
                 times,
             });
@@ -571,6 +589,8 @@ pub struct RawEntry {
     pub task: u32,
     pub frames: Vec<u32>,
     pub complete: bool,
+    /// Why the unwinder stopped short of the outermost frame, if it did.
+    pub truncated: Option<Rc<str>>,
     pub count: u64,
     /// The times of its samples, in order, when [`Profile::times`].
     pub times: Vec<u64>,

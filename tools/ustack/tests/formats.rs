@@ -141,8 +141,8 @@ fn counts(text: &str) -> BTreeMap<String, u64> {
 /// the documented differences taken out: the consumer's root is the command (ustack's is
 /// the event, then `comm-pid`); perf script's text has no inline marker (ustack's
 /// `_[i]`); a frame nothing named is `[file]` (ustack's `file+0xoffset`); a sample without
-/// frames is not counted (ustack's `[no stack]`, `[no user frames]`), nor the marker of a
-/// stack cut short (`[truncated]`).
+/// frames is not counted (ustack's `[no stack]`, `[no user frames]`), nor the markers of a
+/// stack cut short (`[truncated]`, `[truncated: REASON]`).
 fn as_consumer_folds(folded: &str) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     for (stack, n) in counts(folded) {
@@ -151,7 +151,9 @@ fn as_consumer_folds(folded: &str) -> BTreeMap<String, u64> {
         let task = parts.next().unwrap();
         let comm = task.rsplit_once('-').unwrap().0;
         let frames: Vec<String> = parts
-            .filter(|f| !matches!(*f, "[truncated]" | "[no stack]" | "[no user frames]"))
+            .filter(|f| {
+                !(f.starts_with("[truncated") || matches!(*f, "[no stack]" | "[no user frames]"))
+            })
             .map(|f| {
                 let f = f.strip_suffix("_[i]").unwrap_or(f);
                 match f.rsplit_once("+0x") {

@@ -95,6 +95,10 @@ fn expected(name: &str, body: &str) -> Kind {
                     .collect(),
             }
         }
+        "user_unwind_truncated" => Kind::Truncated {
+            cookie: u64::from_str_radix(field(body, "cookie"), 16).unwrap(),
+            reason: field(body, "reason").into(),
+        },
         other => Kind::Other { name: other.into() },
     }
 }
