@@ -60,8 +60,8 @@ Instances (trace-cmd record -B):
 ";
 
 const RECORD_USAGE: &str = "\
-usage: ustack record [-e EVENT]... [-o FILE] [-C CLOCK] -- COMMAND [ARGS...]
-       ustack record [-e EVENT]... [-o FILE] [-C CLOCK] -p PID
+usage: ustack record [-e EVENT]... [-o FILE] [-C CLOCK] [--date] -- COMMAND [ARGS...]
+       ustack record [-e EVENT]... [-o FILE] [-C CLOCK] [--date] -p PID
 
 Runs trace-cmd record with the user_unwind events, task:task_newtask and the events
 given (sched:sched_switch if none), clock global, on COMMAND and its children or on
@@ -72,6 +72,8 @@ and its option file there, then that the option came on, and reads what was reco
   -p PID               record a running process
   -o FILE              the trace.dat to write (default trace.dat)
   -C CLOCK             the trace clock (default global)
+  --date               times of day, not the clock's count (trace-cmd record --date): the
+                       report, --time and pprof's time_nanos give them
   --trace-cmd PATH     the trace-cmd to run
 ";
 
@@ -84,6 +86,7 @@ fn record_main() -> ExitCode {
         command: Vec::new(),
         output: PathBuf::from("trace.dat"),
         clock: "global".into(),
+        date: false,
         trace_cmd,
         sys,
     };
@@ -106,6 +109,10 @@ fn record_main() -> ExitCode {
             Short('e') | Long("event") => v(&mut p).map(|e| r.events.push(e)),
             Short('o') | Long("output") => os_value(&mut p).map(|o| r.output = o.into()),
             Short('C') | Long("clock") => v(&mut p).map(|c| r.clock = c),
+            Long("date") => {
+                r.date = true;
+                Ok(())
+            }
             Long("trace-cmd") => os_value(&mut p).map(|t| r.trace_cmd = t.into()),
             Short('p') | Long("pid") => v(&mut p).and_then(|s| {
                 s.parse()
