@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # make demo: set everything up, boot the guest, load the module and show what it records
-# for the test program (main -> uu_a -> uu_b -> uu_c -> uu_lib_syscall -> getppid).
+# for the test programs: uu_chain, with frame pointers (main -> uu_a -> uu_b -> uu_c ->
+# uu_lib_syscall -> getppid), and uu_nofp, built without them as Debian builds (main ->
+# nf_a -> nf_b -> nf_c -> getppid, through libc, unwound with the programs' .eh_frame).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -23,7 +25,7 @@ python3 "$ROOT/tests/symbolize.py" "$out" /usr/bin="$PROG" /usr/lib="$PROG"
 # the console, and tools/ustack symbolizes it (libc from Debian's libc6-dbg, by build-id).
 say "building tools/ustack"
 (cd "$ROOT/tools/ustack" && cargo build --release --quiet)
-say "trace-cmd record in the guest (uu_chain and uu_bench at depths 24 and 70, 2 CPUs)"
+say "trace-cmd record in the guest (uu_chain, uu_bench at depths 24 and 70, uu_nofp; 2 CPUs)"
 DEMO=$TREE_OUT/demo
 mkdir -p "$DEMO"
 "$ROOT/scripts/run-guest.sh" --add "$ROOT/tests/guest/ustack.sh:/bin/ustack.sh" -- \
@@ -35,4 +37,7 @@ say "ustack: the top stacks of $DEMO/trace.dat"
 	--top 3 --report - --svg "$DEMO/flame.svg" --folded "$DEMO/stacks.folded" \
 	--speedscope "$DEMO/speedscope.json" --pprof "$DEMO/profile.pb.gz" --task --lines \
 	"$DEMO/trace.dat"
+say "ustack: uu_nofp's stack, built without frame pointers, caller first, with its source lines"
+"$ROOT/tools/ustack/target/release/ustack" -q --map /usr/bin="$PROG" --map /usr/lib="$PROG" \
+	--comm uu_nofp --top 1 -G --lines --report - "$DEMO/trace.dat"
 say "flame graph: $DEMO/flame.svg (folded stacks, speedscope and pprof beside it)"

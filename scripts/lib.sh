@@ -11,6 +11,9 @@ PROG=$TREE_OUT/prog
 KERNEL_SERIES=7.3
 LLVM_SUFFIX=-19
 BINDGEN_VERSION=0.71.1
+# inferno's collapse-perf, the Rust port of FlameGraph's stackcollapse-perf.pl: a test oracle
+# of ustack's perf script text (tools/ustack/tests/formats.rs), run as a separate program.
+INFERNO_VERSION=0.12.8
 export LIBCLANG_PATH=/usr/lib/llvm${LLVM_SUFFIX}/lib
 export PATH="$CACHE/cargo/bin:$PATH"
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Install what the bench needs and is missing: Debian packages (among them gdb for the
 # unwinder's live oracle, chromium for the flame graph's browser test and debuginfod for
-# ustack's), the 7.3 kernel source, the matching rust-src, bindgen. Idempotent; every download lands in the cache folder.
+# ustack's), the 7.3 kernel source, the matching rust-src, bindgen, inferno-collapse-perf
+# (ustack's perf script consumer). Idempotent; every download lands in the cache folder.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -69,6 +70,16 @@ if [ "$(bindgen --version 2>/dev/null)" != "bindgen $BINDGEN_VERSION" ]; then
 		die "cargo install bindgen-cli@$BINDGEN_VERSION failed"
 	[ "$(bindgen --version)" = "bindgen $BINDGEN_VERSION" ] ||
 		die "bindgen on PATH is $(bindgen --version), not $BINDGEN_VERSION: the cache's must come first"
+fi
+
+# inferno-collapse-perf reads ustack's perf script text in tools/ustack's tests, as a user's
+# stackcollapse-perf.pl would (which no package registry carries). It is CDDL-1.0: it is only
+# run, as an external program, never linked or copied into the project.
+if [ ! -x "$CACHE/cargo/bin/inferno-collapse-perf" ] ||
+	! grep -q "^\"inferno $INFERNO_VERSION " "$CACHE/cargo/.crates.toml" 2>/dev/null; then
+	say "building inferno-collapse-perf $INFERNO_VERSION with cargo (about 65 s)"
+	cargo install --quiet --locked --force --root "$CACHE/cargo" "inferno@$INFERNO_VERSION" \
+		--bin inferno-collapse-perf || die "cargo install inferno@$INFERNO_VERSION failed"
 fi
 
 say "setup ok: kernel $(cat "$CACHE/linux-src.version"), rustc $RV, $(bindgen --version), cache $CACHE"

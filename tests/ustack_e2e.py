@@ -3,12 +3,18 @@
 """End-to-end test of tools/ustack.
 
 Boots the guest once with tests/guest/ustack.sh: trace-cmd records the test programs in
-each file format (v7 zstd, v7 uncompressed, v6, the global clock) and prints its own
+each file format (v7 zstd, v7 uncompressed, v6, the global clock, the time of day with
+--date) and prints its own
 report of each, with and without the libtraceevent plugin. Then, on the host:
 - the reader's oracle and plugin tests (tools/ustack/tests) run on these fresh files;
 - the symbolized stacks of uu_chain must be exactly its known call chain, each frame at
   the source line of its call, found in the sources by text (tests/prog/uu_chain.c,
-  uu_lib.c), and libc's frame named from libc6-dbg with llvm-symbolizer's file:line.
+  uu_lib.c), and libc's frame named from libc6-dbg with llvm-symbolizer's file:line;
+- uu_nofp, built without frame pointers, unwound by the module's .eh_frame unwinder: its
+  complete stack, from _start through __libc_start_main, main, nf_a, nf_b and nf_c to
+  getppid in libc, each of its own frames at the source line of its call (found by text in
+  tests/prog/uu_nofp.c), and every frame, libc's too, named and placed as llvm-symbolizer
+  names and places it.
 Prints one "ok"/"not ok" line per check and "ustack-e2e: N passed, M failed".
 """
 import base64
@@ -69,6 +75,83 @@ def expected_chain():
     return [f"{f} ({file}:{line})" for f, file, line in chain]
 
 
+def llvm_labels(path, vaddr):
+    """The labels `ustack --folded --lines` gives the code at vaddr, root first, from
+    llvm-symbolizer: the function, then the functions inlined into it marked _[i], each with
+    the base name of its file and its line (none where the file is unknown)."""
+    out = subprocess.run(["llvm-symbolizer-19", "--inlining", f"--obj={path}", hex(vaddr)],
+                         check=True, capture_output=True, text=True).stdout.strip().split("\n")
+    pairs = list(zip(out[0::2], out[1::2]))
+    labels = []
+    for i, (func, loc) in enumerate(reversed(pairs)):
+        file, line = loc.split(":")[:2]
+        label = func + ("_[i]" if i > 0 else "")
+        if file != "??" and line != "0":
+            label += f" ({os.path.basename(file)}:{line})"
+        labels.append(label)
+    return labels
+
+
+def norm_label(label):
+    """A function's name as both tools agree on it: llvm-symbolizer may give the symbol
+    table's name where the debug info has glibc's internal one, the same function at the
+    same line: the versioned alias (__libc_start_main@GLIBC_2.2.5 for
+    __libc_start_main_impl) and the exported name (getppid for __GI_getppid)."""
+    name, _, loc = label.partition(" (")
+    name = name.split("@")[0].removesuffix("_impl").removeprefix("__GI_")
+    return name + (f" ({loc}" if loc else "")
+
+
+def check_nofp(work):
+    """uu_nofp's complete stack through libc, without frame pointers."""
+    src = os.path.join(ROOT, "tests/prog/uu_nofp.c")
+    own = [f"{f} (uu_nofp.c:{line_of(src, pat)})" for f, pat in (
+        ("main", r"sum \+= nf_a\(\);"),
+        ("nf_a", r"return nf_b\(\) \+ 1;"),
+        ("nf_b", r"return nf_c\(\) \+ 1;"),
+        ("nf_c", r"return getppid\(\) \+ 1;"))]
+    trace = f"{work}/nofp.dat"
+    run = subprocess.run([USTACK, "--folded", "-", "--lines", "--map", f"/usr/bin={PROG}",
+                          "--map", f"/usr/lib={PROG}", trace], capture_output=True, text=True)
+    ours = [line.rsplit(" ", 1) for line in run.stdout.splitlines() if "uu_nofp.c" in line]
+    check("nofp.dat: one stack for uu_nofp's 20 calls",
+          len(ours) == 1 and ours[0][1] == "20", f"{ours}\n{run.stderr}")
+    check("nofp.dat: nothing unresolved", "unresolved: 0 frames" in run.stderr, run.stderr)
+    if len(ours) != 1:
+        return
+    frames = ours[0][0].split(";")
+    print(f"# nofp.dat: {ours[0][0]}")
+    at = [i for i in range(len(frames)) if frames[i:i + len(own)] == own]
+    check("nofp.dat: main -> nf_a -> nf_b -> nf_c at the lines of their calls", at,
+          f"{frames} has no {own}")
+    # Every frame, from the trace's (file, offset): the same stack unsymbolized.
+    raw = subprocess.run([USTACK, "--folded", "-", "--sysroot", "/nonexistent", trace],
+                         capture_output=True, text=True).stdout.splitlines()
+    raw = [line.rsplit(" ", 1)[0].split(";") for line in raw
+           if line.rsplit(" ", 1)[1] == "20" and "uu_nofp+0x" in line]
+    check("nofp.dat: the stack unsymbolized", len(raw) == 1, raw)
+    if len(raw) != 1:
+        return
+    bid = subprocess.run(["readelf", "-n", LIBC], capture_output=True,
+                         text=True).stdout.split("Build ID: ")[1].split()[0]
+    objs = {"libc.so.6": (Elf(LIBC), f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug"),
+            "uu_nofp": (Elf(f"{PROG}/uu_nofp"), f"{PROG}/uu_nofp")}
+    want = [frames[0]]
+    for i, f in enumerate(raw[0][1:], 1):
+        m = re.fullmatch(r"(.+)\+0x([0-9a-f]+)", f)
+        if not m or m.group(1) not in objs:
+            want.append(f"(a frame in {f})")
+            continue
+        elf, obj = objs[m.group(1)]
+        innermost = i == len(raw[0]) - 1
+        want += llvm_labels(obj, elf.vaddr(int(m.group(2), 16)) - (0 if innermost else 1))
+    check("nofp.dat: every frame as llvm-symbolizer names it, _start to getppid",
+          [norm_label(f) for f in frames] == [norm_label(f) for f in want]
+          and frames[1].startswith("_start") and "getppid" in frames[-1]
+          and any(f.startswith("__libc_start_call_main ") for f in frames),
+          f"\n  ustack:          {frames}\n  llvm-symbolizer: {want}")
+
+
 def main():
     work = os.path.join(os.path.dirname(PROG), "ustack-e2e")
     shutil.rmtree(work, ignore_errors=True)
@@ -90,8 +173,8 @@ def main():
         files[m.group(1)] = base64.b64decode("".join(m.group(2).split()))
         with open(f"{work}/{m.group(1)}", "wb") as f:
             f.write(files[m.group(1)])
-    want = {f"{n}.{k}" for n in ("v7-zstd", "v7-none", "v6", "v7-global")
-            for k in ("dat", "report", "plugin-report")} | {"text.trace"}
+    want = {f"{n}.{k}" for n in ("v7-zstd", "v7-none", "v6", "v7-global", "v7-date")
+            for k in ("dat", "report", "plugin-report")} | {"text.trace", "nofp.dat"}
     check("every file came out of the guest", want <= set(files), sorted(want - set(files)))
     if not want <= set(files):
         return
@@ -106,7 +189,8 @@ def main():
 
     chain = expected_chain()
     libc = Elf(LIBC)
-    for name in ("v7-zstd.dat", "v7-none.dat", "v6.dat", "v7-global.dat", "text.trace"):
+    for name in ("v7-zstd.dat", "v7-none.dat", "v6.dat", "v7-global.dat", "v7-date.dat",
+                 "text.trace"):
         t0 = time.monotonic()
         run = subprocess.run([USTACK, "--folded", "-", "--lines", "--map", f"/usr/bin={PROG}",
                               "--map", f"/usr/lib={PROG}", f"{work}/{name}"],
@@ -153,6 +237,7 @@ def main():
             check(f"{name}: libc's frame is in the stack", False, ours[0][0])
         check(f"{name}: nothing unresolved", "unresolved: 0 frames" in run.stderr, run.stderr)
         print(f"# {name}: symbolized in {took:.3f} s")
+    check_nofp(work)
     print(f"ustack-e2e: {sum(results)} passed, {len(results) - sum(results)} failed")
     return 0 if all(results) else 1
 

@@ -13,6 +13,8 @@ echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
 echo 1 >$T/events/raw_syscalls/sys_enter/enable
 echo 1 >$T/options/userstacktrace_delay
 uu_chain 2
+# Built -O2 without frame pointers, as Debian builds: the module's .eh_frame unwinder.
+uu_nofp chain 1
 echo 0 >$T/options/userstacktrace_delay
 echo 0 >$T/events/raw_syscalls/sys_enter/enable
 set +x

@@ -4,7 +4,8 @@
 # each file format the tool reads, and each file comes out on the console in base64 between
 # "=== FILE NAME" and "=== END", with trace-cmd report's view of it (the oracle), the same
 # with the libtraceevent plugin if /plugins has it, and the text of the trace file.
-# "ustack.sh demo" records one trace.dat of a longer workload and nothing else.
+# "ustack.sh demo" records one trace.dat of a longer workload (frame-pointer programs and
+# uu_nofp, built without frame pointers) and nothing else.
 T=/sys/kernel/tracing
 insmod /lib/modules/user_unwind.ko || exit 1
 # trace-cmd stores /proc/kallsyms in every file (megabytes, for kernel stacks the tool does
@@ -40,7 +41,7 @@ record() {
 
 if [ "$1" = demo ]; then
 	DEMO=1
-	WORKLOAD='uu_chain 200 & uu_bench 100 24 & uu_bench 50 70; wait'
+	WORKLOAD='uu_chain 200 & uu_bench 100 24 & uu_nofp chain 100 & uu_bench 50 70; wait'
 	record demo -C global
 	exit 0
 fi
@@ -49,6 +50,12 @@ record v7-zstd
 record v7-none --compression none
 record v6 --file-version 6
 record v7-global -C global
+# --date: the file maps the trace clock to the time of day, which report prints.
+record v7-date --date -C global
+# uu_nofp, built -O2 without frame pointers as Debian builds: the module's .eh_frame
+# unwinder's complete stack, main -> nf_a -> nf_b -> nf_c -> getppid.
+WORKLOAD='uu_nofp chain 20'
+record nofp -C global
 
 # The text of the trace file, for the same workload.
 echo global >$T/trace_clock

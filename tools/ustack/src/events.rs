@@ -38,6 +38,12 @@ pub enum Kind {
         path: String,
         build_id: Vec<u8>,
     },
+    /// `user_unwind_truncated`: the stack of `cookie`, just written, ends short of its
+    /// outermost frame, for `reason` (by its name as the event prints it).
+    Truncated {
+        cookie: u64,
+        reason: Rc<str>,
+    },
     /// Any other event: a possible trigger, named `system:event` (or `event` from text).
     Other {
         name: Rc<str>,
@@ -63,13 +69,21 @@ pub struct Event {
 }
 
 impl Kind {
-    /// The name of an event that may trigger a stack.
+    /// The name of an event that may trigger a stack: not one of the module's own, which
+    /// it writes after a stack (`user_unwind_truncated`) and requests none for.
     pub fn trigger(&self) -> Option<&Rc<str>> {
         match self {
+            Kind::Other { name } if is_module_event(name) => None,
             Kind::Other { name } | Kind::NewTask { name, .. } => Some(name),
             _ => None,
         }
     }
+}
+
+/// An event of the module's `user_unwind` system, as trace.dat names it (`system:name`) or
+/// as the trace file's text does (the bare name).
+fn is_module_event(name: &str) -> bool {
+    name.starts_with("user_unwind:") || name.starts_with("user_unwind_")
 }
 
 /// CLONE_THREAD, in task_newtask's clone_flags.
@@ -82,6 +96,20 @@ struct Layouts {
     cookie: Option<(u16, Field)>,
     stack: Option<StackFields>,
     file_cache: Option<FileCacheFields>,
+    /// user_unwind_truncated's id, cookie and reason.
+    truncated: Option<(u16, Field, Field)>,
+}
+
+/// user_unwind_truncated's reason, as its `__print_symbolic` names it (src/events.h).
+pub fn truncation_reason(r: u64) -> Rc<str> {
+    match r {
+        1 => "limit".into(),
+        2 => "table".into(),
+        3 => "bad_frame".into(),
+        4 => "read".into(),
+        5 => "not_user".into(),
+        n => format!("{n:#x}").into(),
+    }
 }
 
 struct StackFields {
@@ -149,6 +177,14 @@ impl Layouts {
             }
             None => None,
         };
+        let truncated = match t.format_named("user_unwind", "user_unwind_truncated") {
+            Some(f) => {
+                let [cookie, reason] =
+                    fields(f, ["cookie", "reason"]).ok_or_else(|| missing(&f.name))?;
+                Some((f.id, cookie, reason))
+            }
+            None => None,
+        };
         let newtask = t.format_named("task", "task_newtask").and_then(|f| {
             Some((
                 f.id,
@@ -161,6 +197,7 @@ impl Layouts {
             cookie,
             stack,
             file_cache,
+            truncated,
         })
     }
 
@@ -170,6 +207,7 @@ impl Layouts {
             self.cookie.as_ref().map(|c| c.0),
             self.stack.as_ref().map(|s| s.id),
             self.file_cache.as_ref().map(|f| f.id),
+            self.truncated.as_ref().map(|t| t.0),
         ]
         .contains(&Some(id))
     }
@@ -346,13 +384,16 @@ impl Iterator for DatStream<'_> {
             }
         }
         let Reverse((_, i)) = self.heap.pop()?;
-        let e = self.queues[i].pop_front()?;
+        let mut e = self.queues[i].pop_front()?;
         if self.queues[i].is_empty() {
             self.refill(i);
         }
         if let Some(n) = self.queues[i].front() {
             self.heap.push(Reverse((n.ts, i)));
         }
+        // The file's time offset (trace-cmd record --date, --ts-offset), as trace-cmd
+        // report applies it: the order is the same.
+        e.ts = e.ts.saturating_add_signed(self.t.ts_offset);
         Some(e)
     }
 }
@@ -439,6 +480,14 @@ fn decode(l: &Layouts, id: u16, r: &Record, endian: Endian) -> Option<Kind> {
                 start: r.int(&s.start)? as u16,
                 total: r.int(&s.total)? as u16,
                 frames: decode_frames(&files, &offs, idx),
+            });
+        }
+    }
+    if let Some((tid, cookie, reason)) = &l.truncated {
+        if *tid == id {
+            return Some(Kind::Truncated {
+                cookie: r.int(cookie)?,
+                reason: truncation_reason(r.int(reason)?),
             });
         }
     }
@@ -644,6 +693,15 @@ fn parse_event_line(line: &str) -> Option<Event> {
                 build_id: unhex(id),
             }
         }
+        "user_unwind_truncated" => Kind::Truncated {
+            cookie: hex_field(body, "cookie=")?,
+            reason: body
+                .split("reason=")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .into(),
+        },
         n if n.is_empty() || n.contains(' ') => return None,
         "task_newtask" => {
             let child = dec_field(body, "pid=")?;

@@ -11,13 +11,17 @@
 //! taken twice.
 //!
 //! A file cookie resolves to the most recent `file_cache` with that cookie before the stack
-//! record, in timestamp order across all CPUs: that is what keeps a reused cookie right. The
-//! module repeats a stack's `file_cache` events right after it when a reader reset the
-//! buffer while the stack was being written; those (same task, same CPU, before that CPU's
-//! next other event) resolve it too. Nothing else is guessed: a cookie without either stays
-//! unresolved and is counted.
+//! record, in timestamp order across all CPUs. The module repeats a stack's `file_cache`
+//! events right after it when a reader reset the buffer while the stack was being written;
+//! those (same task, same CPU, before that CPU's next other event) resolve it too. A cookie
+//! is a hash of the file's identity and never names another file, so a `file_cache` *after*
+//! the stack names it as well: the module's reminder writes one within about a second for
+//! every file in use, which is how a reader that lost the first one (a buffer that
+//! overwrote its start) finds it. A sample with such a cookie waits for it, bounded
+//! ([`HOLD_NS`] of trace time, [`HOLD_FRAMES`] frames held in all), then comes out as it is.
+//! Nothing else is guessed: a cookie no `file_cache` names stays unresolved and is counted.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
 use crate::events::{Event, Kind, RawFrame};
@@ -25,6 +29,13 @@ use crate::events::{Event, Kind, RawFrame};
 /// File cookie 0: the address was in no mapping; 1: anonymous memory (raw addresses).
 pub const COOKIE_NO_VMA: u64 = 0;
 pub const COOKIE_ANON: u64 = 1;
+
+/// How long (trace time) a sample waits for a `file_cache` after it that names one of its
+/// file cookies: the module's reminder writes one within about a second of a file's use.
+pub const HOLD_NS: u64 = 5_000_000_000;
+/// The frames of all samples waiting so, at most (about 24 bytes each): past that the
+/// oldest comes out as it is.
+pub const HOLD_FRAMES: usize = 1 << 19;
 
 /// What a `file_cache` event says a cookie stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +78,9 @@ pub struct Sample {
     pub frames: Vec<Frame>,
     /// All records of the stack were found.
     pub complete: bool,
+    /// The unwinder stopped short of the outermost frame, for this reason
+    /// (`user_unwind_truncated`).
+    pub truncated: Option<Rc<str>>,
     /// The order of its cookie in the trace.
     pub seq: usize,
 }
@@ -92,6 +106,10 @@ pub struct Stats {
     pub unresolved_cookies: usize,
     pub bad_index_frames: usize,
     pub file_caches: usize,
+    /// Stacks the unwinder stopped short of their outermost frame (`user_unwind_truncated`).
+    pub truncated_stacks: usize,
+    /// Frames named by a `file_cache` written after their stack.
+    pub late_named_frames: usize,
 }
 
 struct Pending {
@@ -99,6 +117,7 @@ struct Pending {
     parts: Vec<(u16, Vec<Frame>)>,
     total: u16,
     got: usize,
+    truncated: Option<Rc<str>>,
 }
 
 /// A sample waiting for its trigger (the next event on its CPU) or its stack.
@@ -114,14 +133,16 @@ struct Last {
     pid: i32,
 }
 
-/// A stack record some of whose file cookies no `file_cache` before it named: the ones
-/// right after it on its CPU (same task) may.
+/// A stack record, until the next event on its CPU: the `file_cache` events right after it
+/// (same task) may name its file cookies, and a `user_unwind_truncated` of its cookie says
+/// the unwinder stopped short.
 struct Awaiting {
     key: (i32, u64),
     pid: i32,
     start: u16,
     total: u16,
     frames: Vec<Frame>,
+    truncated: Option<Rc<str>>,
 }
 
 #[derive(Default)]
@@ -150,6 +171,11 @@ pub struct Joiner {
     unresolved: HashSet<u64>,
     cpus: HashMap<u32, CpuState>,
     tgids: HashMap<i32, i32>,
+    /// Samples complete but for file cookies nothing named yet, oldest first, with the
+    /// count of their frames and of the held samples waiting for each cookie.
+    held: VecDeque<Sample>,
+    held_frames: usize,
+    awaited: HashMap<u64, usize>,
 }
 
 impl Joiner {
@@ -193,6 +219,13 @@ impl Joiner {
     /// Take one event, in timestamp order.
     pub fn push(&mut self, e: Event, out: &mut impl FnMut(Sample)) {
         self.st.events += 1;
+        while self
+            .held
+            .front()
+            .is_some_and(|h| e.ts.saturating_sub(h.ts) > HOLD_NS)
+        {
+            self.release_front(out);
+        }
         let mut cpu = self.cpus.remove(&e.cpu).unwrap_or_default();
         // File caches repeated right after a stack on its CPU resolve it; anything else
         // ends the run.
@@ -211,6 +244,9 @@ impl Joiner {
                             }
                         }
                     }
+                }
+                Kind::Truncated { cookie, reason } if e.pid == aw.pid && *cookie == aw.key.1 => {
+                    aw.truncated = Some(Rc::clone(reason));
                 }
                 _ => {
                     if let Some(aw) = cpu.awaiting.take() {
@@ -257,6 +293,7 @@ impl Joiner {
                             cookie: *cookie,
                             frames: Vec::new(),
                             complete: false,
+                            truncated: None,
                             seq,
                         },
                         trigger_known: false,
@@ -270,6 +307,7 @@ impl Joiner {
                         parts: Vec::new(),
                         total: 0,
                         got: 0,
+                        truncated: None,
                     })
                     .samples
                     .push(seq);
@@ -294,22 +332,14 @@ impl Joiner {
                     }
                 } else {
                     let resolved: Vec<Frame> = frames.iter().map(|f| self.frame(*f)).collect();
-                    let aw = Awaiting {
+                    cpu.awaiting = Some(Awaiting {
                         key,
                         pid: e.pid,
                         start: *start,
                         total: *total,
                         frames: resolved,
-                    };
-                    if aw
-                        .frames
-                        .iter()
-                        .any(|f| matches!(f, Frame::Unresolved { .. }))
-                    {
-                        cpu.awaiting = Some(aw);
-                    } else {
-                        self.add_part(aw, out);
-                    }
+                        truncated: None,
+                    });
                 }
             }
             Kind::FileCache {
@@ -318,7 +348,21 @@ impl Joiner {
                 build_id,
             } => {
                 self.st.file_caches += 1;
-                Self::file_info(&mut self.files, *cookie, path, build_id);
+                let info = Self::file_info(&mut self.files, *cookie, path, build_id);
+                self.named(*cookie, &info, out);
+            }
+            // Not right after its stack on this CPU (the task moved between the two
+            // writes): its stack, if not complete yet, takes it.
+            Kind::Truncated { cookie, reason } => {
+                let taken = cpu
+                    .awaiting
+                    .as_ref()
+                    .is_some_and(|aw| aw.key == (e.pid, *cookie));
+                if !taken {
+                    if let Some(p) = self.pending.get_mut(&(e.pid, *cookie)) {
+                        p.truncated = Some(Rc::clone(reason));
+                    }
+                }
             }
         }
         cpu.last = Some(Last {
@@ -345,31 +389,130 @@ impl Joiner {
         }
     }
 
+    /// A sample whose trigger and stack are known: out, or held while a file cookie of it
+    /// is not named yet.
     fn emit(&mut self, seq: usize, out: &mut impl FnMut(Sample)) {
-        if let Some(w) = self.waiting.remove(&seq) {
-            self.st.frames += w.s.frames.len();
-            for f in &w.s.frames {
-                match f {
-                    Frame::Unresolved { .. } => self.st.unresolved_frames += 1,
-                    Frame::BadIndex { .. } => self.st.bad_index_frames += 1,
-                    _ => {}
+        let Some(mut w) = self.waiting.remove(&seq) else {
+            return;
+        };
+        // Named since the stack was recorded (a file_cache on another CPU before this
+        // CPU's next event).
+        for f in w.s.frames.iter_mut() {
+            if let Frame::Unresolved { cookie, value } = *f {
+                if let Some(info) = self.files.get(&cookie) {
+                    *f = classify(Rc::clone(info), value);
+                    self.st.late_named_frames += 1;
                 }
             }
-            out(w.s);
+        }
+        let mut cookies: Vec<u64> =
+            w.s.frames
+                .iter()
+                .filter_map(|f| match f {
+                    Frame::Unresolved { cookie, .. } => Some(*cookie),
+                    _ => None,
+                })
+                .collect();
+        if cookies.is_empty() {
+            self.release(w.s, out);
+            return;
+        }
+        cookies.sort_unstable();
+        cookies.dedup();
+        for c in cookies {
+            *self.awaited.entry(c).or_default() += 1;
+        }
+        self.held_frames += w.s.frames.len();
+        self.held.push_back(w.s);
+        while self.held_frames > HOLD_FRAMES {
+            self.release_front(out);
         }
     }
 
-    fn add_part(&mut self, aw: Awaiting, out: &mut impl FnMut(Sample)) {
-        for f in &aw.frames {
-            if let Frame::Unresolved { cookie, .. } = f {
-                self.unresolved.insert(*cookie);
+    /// The oldest held sample comes out as it is: waited long enough.
+    fn release_front(&mut self, out: &mut impl FnMut(Sample)) {
+        if let Some(s) = self.held.pop_front() {
+            self.unhold(&s);
+            self.release(s, out);
+        }
+    }
+
+    fn unhold(&mut self, s: &Sample) {
+        self.held_frames -= s.frames.len();
+        let mut cookies: Vec<u64> = s
+            .frames
+            .iter()
+            .filter_map(|f| match f {
+                Frame::Unresolved { cookie, .. } => Some(*cookie),
+                _ => None,
+            })
+            .collect();
+        cookies.sort_unstable();
+        cookies.dedup();
+        for c in cookies {
+            if let Some(n) = self.awaited.get_mut(&c) {
+                *n -= 1;
+                if *n == 0 {
+                    self.awaited.remove(&c);
+                }
             }
         }
+    }
+
+    /// A `file_cache` named `cookie`: the held samples that wait for it take it, and those
+    /// that wait for nothing else come out.
+    fn named(&mut self, cookie: u64, info: &Rc<FileInfo>, out: &mut impl FnMut(Sample)) {
+        if self.awaited.remove(&cookie).is_none() {
+            return;
+        }
+        let mut rest = VecDeque::with_capacity(self.held.len());
+        for mut s in std::mem::take(&mut self.held) {
+            let mut unresolved = false;
+            for f in s.frames.iter_mut() {
+                if let Frame::Unresolved { cookie: c, value } = *f {
+                    if c == cookie {
+                        *f = classify(Rc::clone(info), value);
+                        self.st.late_named_frames += 1;
+                    } else {
+                        unresolved = true;
+                    }
+                }
+            }
+            if unresolved {
+                rest.push_back(s);
+            } else {
+                self.held_frames -= s.frames.len();
+                self.release(s, out);
+            }
+        }
+        self.held = rest;
+    }
+
+    /// A sample out, its frames counted.
+    fn release(&mut self, s: Sample, out: &mut impl FnMut(Sample)) {
+        self.st.frames += s.frames.len();
+        for f in &s.frames {
+            match f {
+                Frame::Unresolved { cookie, .. } => {
+                    self.st.unresolved_frames += 1;
+                    self.unresolved.insert(*cookie);
+                }
+                Frame::BadIndex { .. } => self.st.bad_index_frames += 1,
+                _ => {}
+            }
+        }
+        out(s);
+    }
+
+    fn add_part(&mut self, aw: Awaiting, out: &mut impl FnMut(Sample)) {
         let Some(p) = self.pending.get_mut(&aw.key) else {
             return;
         };
         p.total = aw.total;
         p.got += aw.frames.len();
+        if aw.truncated.is_some() {
+            p.truncated = aw.truncated;
+        }
         p.parts.push((aw.start, aw.frames));
         if p.got >= usize::from(p.total) {
             if let Some(p) = self.pending.remove(&aw.key) {
@@ -381,11 +524,13 @@ impl Joiner {
 
     fn finish_stack(&mut self, mut p: Pending, complete: bool, out: &mut impl FnMut(Sample)) {
         p.parts.sort_by_key(|(start, _)| *start);
+        self.st.truncated_stacks += usize::from(p.truncated.is_some());
         let frames: Vec<Frame> = p.parts.into_iter().flat_map(|(_, f)| f).collect();
         for &seq in &p.samples {
             if let Some(w) = self.waiting.get_mut(&seq) {
                 w.s.frames = frames.clone();
                 w.s.complete = complete;
+                w.s.truncated = p.truncated.clone();
                 w.frames_known = true;
                 if w.trigger_known {
                     self.emit(seq, out);
@@ -417,6 +562,9 @@ impl Joiner {
                 self.st.incomplete_stacks += 1;
             }
             self.finish_stack(p, false, out);
+        }
+        while !self.held.is_empty() {
+            self.release_front(out);
         }
         self.st.unresolved_cookies = self.unresolved.len();
         self.st
@@ -616,13 +764,80 @@ mod tests {
     }
 
     #[test]
-    fn a_reused_cookie_takes_the_file_cache_before_the_stack() {
+    fn a_stack_cut_short_says_why() {
+        let trunc = |ts, cpu, pid, c: u64| {
+            ev(
+                ts,
+                cpu,
+                pid,
+                Kind::Truncated {
+                    cookie: c,
+                    reason: "bad_frame".into(),
+                },
+            )
+        };
+        let e = vec![
+            fc(1, 0, 7, 0xaa, "/bin/a"),
+            other(2, 0, 7),
+            cookie(3, 0, 7, 0x100),
+            stack(4, 0, 7, 0x100, 0, 1, &[(0x10, 0xaa)]),
+            // Right after its stack, with a repeated file_cache between.
+            fc(5, 0, 7, 0xaa, "/bin/a"),
+            trunc(6, 0, 7, 0x100),
+            other(7, 0, 7),
+            cookie(8, 0, 7, 0x200),
+            stack(9, 0, 7, 0x200, 0, 1, &[(0x10, 0xaa)]),
+            // Another cookie's, or another task's: not this stack's.
+            trunc(10, 0, 8, 0x200),
+            other(11, 1, 7),
+            cookie(12, 1, 7, 0x300),
+            // A stack of two records; the task moved to CPU 0 before the last one.
+            stack(13, 1, 7, 0x300, 0, 2, &[(0x10, 0xaa)]),
+            trunc(14, 1, 7, 0x300),
+            stack(15, 0, 7, 0x300, 1, 2, &[(0x20, 0xaa)]),
+        ];
+        let (s, st) = join(&e);
+        let why: Vec<Option<&str>> = s.iter().map(|s| s.truncated.as_deref()).collect();
+        assert_eq!(why, [Some("bad_frame"), None, Some("bad_frame")]);
+        assert!(s.iter().all(|s| s.complete));
+        assert_eq!(st.truncated_stacks, 2);
+        assert_eq!(&*s[0].event, "raw_syscalls:sys_enter");
+    }
+
+    #[test]
+    fn the_modules_own_events_trigger_nothing() {
+        // user_unwind_truncated follows the stack it describes; the staged sys_enter after
+        // the next cookie is that cookie's trigger, not it.
+        let trunc = |ts, name: &str| ev(ts, 0, 7, Kind::Other { name: name.into() });
+        let e = vec![
+            fc(1, 0, 7, 0xaa, "/bin/a"),
+            cookie(2, 0, 7, 0x100),
+            other(3, 0, 7),
+            stack(4, 0, 7, 0x100, 0, 1, &[(0x10, 0xaa)]),
+            trunc(5, "user_unwind:user_unwind_truncated"),
+            cookie(6, 0, 7, 0x200),
+            other(7, 0, 7),
+            stack(8, 0, 7, 0x200, 0, 1, &[(0x10, 0xaa)]),
+            trunc(9, "user_unwind_truncated"),
+            cookie(10, 0, 7, 0x300),
+            other(11, 0, 7),
+            stack(12, 0, 7, 0x300, 0, 1, &[(0x10, 0xaa)]),
+        ];
+        let (s, st) = join(&e);
+        let names: Vec<&str> = s.iter().map(|s| &*s.event).collect();
+        assert_eq!(names, ["raw_syscalls:sys_enter"; 3]);
+        assert_eq!(st.cookies_without_trigger, 0);
+    }
+
+    #[test]
+    fn a_cookie_seen_again_with_another_path_names_the_stacks_after_it() {
         let e = vec![
             fc(1, 0, 5, 0xaa, "/lib/old.so"),
             other(2, 0, 7),
             cookie(3, 0, 7, 0x100),
             stack(4, 0, 7, 0x100, 0, 1, &[(0x10, 0xaa)]),
-            // The file went, its cookie came back for another file, on another CPU.
+            // The same file seen by another path (renamed, another mount), on another CPU:
+            // the stack before keeps the path it had.
             fc(5, 1, 8, 0xaa, "/lib/new.so"),
             other(6, 0, 7),
             cookie(7, 0, 7, 0x200),
@@ -639,8 +854,6 @@ mod tests {
             other(2, 0, 7),
             cookie(3, 0, 7, 0x100),
             stack(4, 0, 7, 0x100, 0, 2, &[(0x10, 0xaa), (0x20, 0xbb)]),
-            // A later file_cache of another task does not count.
-            fc(5, 0, 9, 0xaa, "/bin/late"),
         ];
         let (s, st) = join(&e);
         assert_eq!(
@@ -651,6 +864,100 @@ mod tests {
             }
         );
         assert_eq!((st.unresolved_frames, st.unresolved_cookies), (2, 2));
+    }
+
+    #[test]
+    fn a_file_cache_after_the_stack_names_it() {
+        // A cookie names one file whatever task, so the reminder of another task on
+        // another CPU, a second later, names the stacks before it; the cookie it does not
+        // name stays unresolved, and a cookie named before keeps that name.
+        let e = vec![
+            fc(1, 0, 5, 0xcc, "/lib/early.so"),
+            other(2, 0, 7),
+            cookie(3, 0, 7, 0x100),
+            stack(
+                4,
+                0,
+                7,
+                0x100,
+                0,
+                3,
+                &[(0x10, 0xaa), (0x20, 0xbb), (0x30, 0xcc)],
+            ),
+            other(5, 1, 8),
+            cookie(6, 1, 8, 0x200),
+            stack(7, 1, 8, 0x200, 0, 1, &[(0x40, 0xaa)]),
+            fc(1_000_000_000, 1, 9, 0xaa, "/bin/late"),
+            fc(1_000_000_001, 1, 9, 0xcc, "/lib/other-name.so"),
+            other(1_000_000_002, 0, 7),
+            cookie(1_000_000_003, 0, 7, 0x300),
+            stack(1_000_000_004, 0, 7, 0x300, 0, 1, &[(0x50, 0xaa)]),
+        ];
+        let (s, st) = join(&e);
+        assert_eq!(s.len(), 3);
+        assert_eq!(path(&s[0].frames[0]), "/bin/late+0x10");
+        assert_eq!(
+            s[0].frames[1],
+            Frame::Unresolved {
+                cookie: 0xbb,
+                value: 0x20
+            }
+        );
+        assert_eq!(path(&s[0].frames[2]), "/lib/early.so+0x30");
+        assert_eq!(path(&s[1].frames[0]), "/bin/late+0x40");
+        assert_eq!(path(&s[2].frames[0]), "/bin/late+0x50");
+        assert_eq!(st.late_named_frames, 2);
+        assert_eq!((st.unresolved_frames, st.unresolved_cookies), (1, 1));
+        assert_eq!(st.frames, 5);
+    }
+
+    #[test]
+    fn a_sample_waits_for_its_file_cache_a_bounded_time() {
+        // Past HOLD_NS the sample comes out as it is, in the order the stacks completed:
+        // the join streams, it does not keep the trace.
+        let mut j = Joiner::new();
+        let mut out = Vec::new();
+        for e in [
+            other(1, 0, 7),
+            cookie(2, 0, 7, 0x100),
+            stack(3, 0, 7, 0x100, 0, 1, &[(0x10, 0xaa)]),
+            other(4, 0, 7),
+        ] {
+            j.push(e, &mut |s| out.push(s));
+        }
+        assert!(out.is_empty(), "held while its cookie may still be named");
+        j.push(other(HOLD_NS + 4, 0, 7), &mut |s| out.push(s));
+        assert_eq!(out.len(), 1);
+        j.push(fc(HOLD_NS + 5, 0, 7, 0xaa, "/bin/too-late"), &mut |s| {
+            out.push(s)
+        });
+        let st = j.finish(&mut |s| out.push(s));
+        assert!(matches!(out[0].frames[0], Frame::Unresolved { .. }));
+        assert_eq!((st.unresolved_frames, st.late_named_frames), (1, 0));
+    }
+
+    #[test]
+    fn held_samples_are_bounded_by_frames() {
+        // A cookie never named: the oldest samples come out once HOLD_FRAMES are held.
+        let mut j = Joiner::new();
+        let mut n = 0usize;
+        let mut most = 0usize;
+        let frames: Vec<(u64, u64)> = (0..64).map(|i| (i, 0xaa)).collect();
+        let stacks = HOLD_FRAMES / 64 + 100;
+        for i in 0..stacks as u64 {
+            let mut take = |_: Sample| n += 1;
+            j.push(other(4 * i, 0, 7), &mut take);
+            j.push(cookie(4 * i + 1, 0, 7, 0x100 + i), &mut take);
+            j.push(stack(4 * i + 2, 0, 7, 0x100 + i, 0, 64, &frames), &mut take);
+            most = most.max(j.held_frames);
+        }
+        // The last stack is complete at the next event on its CPU.
+        j.push(other(4 * stacks as u64, 0, 7), &mut |_| n += 1);
+        assert!(most <= HOLD_FRAMES);
+        assert_eq!(n, 100);
+        let st = j.finish(&mut |_| n += 1);
+        assert_eq!(n, stacks);
+        assert_eq!(st.unresolved_frames, stacks * 64);
     }
 
     #[test]

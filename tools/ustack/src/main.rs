@@ -60,8 +60,8 @@ Instances (trace-cmd record -B):
 ";
 
 const RECORD_USAGE: &str = "\
-usage: ustack record [-e EVENT]... [-o FILE] [-C CLOCK] -- COMMAND [ARGS...]
-       ustack record [-e EVENT]... [-o FILE] [-C CLOCK] -p PID
+usage: ustack record [-e EVENT]... [-o FILE] [-C CLOCK] [--date] -- COMMAND [ARGS...]
+       ustack record [-e EVENT]... [-o FILE] [-C CLOCK] [--date] -p PID
 
 Runs trace-cmd record with the user_unwind events, task:task_newtask and the events
 given (sched:sched_switch if none), clock global, on COMMAND and its children or on
@@ -72,6 +72,8 @@ and its option file there, then that the option came on, and reads what was reco
   -p PID               record a running process
   -o FILE              the trace.dat to write (default trace.dat)
   -C CLOCK             the trace clock (default global)
+  --date               times of day, not the clock's count (trace-cmd record --date): the
+                       report, --time and pprof's time_nanos give them
   --trace-cmd PATH     the trace-cmd to run
 ";
 
@@ -84,6 +86,7 @@ fn record_main() -> ExitCode {
         command: Vec::new(),
         output: PathBuf::from("trace.dat"),
         clock: "global".into(),
+        date: false,
         trace_cmd,
         sys,
     };
@@ -106,6 +109,10 @@ fn record_main() -> ExitCode {
             Short('e') | Long("event") => v(&mut p).map(|e| r.events.push(e)),
             Short('o') | Long("output") => os_value(&mut p).map(|o| r.output = o.into()),
             Short('C') | Long("clock") => v(&mut p).map(|c| r.clock = c),
+            Long("date") => {
+                r.date = true;
+                Ok(())
+            }
             Long("trace-cmd") => os_value(&mut p).map(|t| r.trace_cmd = t.into()),
             Short('p') | Long("pid") => v(&mut p).and_then(|s| {
                 s.parse()
@@ -405,6 +412,7 @@ fn read_trace(
     filter: &Filter,
     instance: Option<&str>,
     progress: &mut Progress,
+    keep_times: bool,
     mut sink: Option<&mut dyn FnMut(&join::Sample)>,
 ) -> Result<(Aggregator, join::Stats, ustack::Summary)> {
     let name = path.display().to_string();
@@ -415,6 +423,7 @@ fn read_trace(
     src.on_release(|s, e| input.release(s, e));
     let mut joiner = join::Joiner::new();
     let mut agg = Aggregator::new(filter.clone());
+    agg.keep_times = keep_times;
     let mut n = 0u64;
     let mut take = |s: join::Sample| {
         if let Some(f) = sink.as_mut() {
@@ -462,6 +471,8 @@ fn run(a: Args) -> Result<bool> {
     let name = path.display().to_string();
     let mut progress = Progress::new(a.quiet);
     let mut sym = Symbolizer::new(a.opts.clone());
+    // pprof gives each sample's time.
+    let times = a.outputs.iter().any(|(k, _)| k == "pprof");
     // perf script's text is written sample by sample, as the trace is read.
     let (agg, st, summary) = match a.outputs.iter().find(|(k, _)| k == "perf-script") {
         Some((_, dest)) => {
@@ -480,20 +491,38 @@ fn run(a: Args) -> Result<bool> {
                     &a.filter,
                     a.instance.as_deref(),
                     &mut progress,
+                    times,
                     Some(&mut sink),
                 ));
                 err.map_or(Ok(()), Err)
             })?;
             r.ok_or_else(|| Error::new("no trace read"))??
         }
-        None => read_trace(&path, &a.filter, a.instance.as_deref(), &mut progress, None)?,
+        None => read_trace(
+            &path,
+            &a.filter,
+            a.instance.as_deref(),
+            &mut progress,
+            times,
+            None,
+        )?,
     };
     let base = match &a.diff {
-        Some(b) => Some(read_trace(b, &a.filter, a.instance.as_deref(), &mut progress, None)?.0),
+        Some(b) => Some(
+            read_trace(
+                b,
+                &a.filter,
+                a.instance.as_deref(),
+                &mut progress,
+                false,
+                None,
+            )?
+            .0,
+        ),
         None => None,
     };
     progress.tick(|| "symbolizing".to_string());
-    let (kept, seen) = (agg.samples, agg.seen);
+    let (kept, seen, times_dropped) = (agg.samples, agg.seen, agg.times_dropped);
     let p = agg.profile(&mut sym, a.lines);
     let base = base.map(|b| b.profile(&mut sym, a.lines));
     progress.done();
@@ -542,13 +571,15 @@ fn run(a: Args) -> Result<bool> {
             st.frames
         );
         eprintln!(
-            "ustack: unresolved: {} frames of {} file cookies; {} cookies without a stack, {} without a trigger, {} stacks without a cookie, {} incomplete; {} bad records, {} events lost",
+            "ustack: unresolved: {} frames of {} file cookies ({} frames named by a file_cache after their stack); {} cookies without a stack, {} without a trigger, {} stacks without a cookie, {} incomplete, {} cut short by the unwinder; {} bad records, {} events lost",
             st.unresolved_frames,
             st.unresolved_cookies,
+            st.late_named_frames,
             st.cookies_without_stack,
             st.cookies_without_trigger,
             st.stacks_without_cookie,
             st.incomplete_stacks,
+            st.truncated_stacks,
             summary.bad_records,
             summary.lost
         );
@@ -610,6 +641,12 @@ fn run(a: Args) -> Result<bool> {
                 }
             }
         }
+    }
+    if times_dropped {
+        eprintln!(
+            "ustack: pprof: more than {} samples: their times are left out",
+            ustack::stacks::TIMES_MAX
+        );
     }
     if seen == 0 {
         eprintln!(

@@ -653,7 +653,11 @@ impl Pb {
 /// file: the trace's own data, one to one. A symbolized frame's functions (inlined ones
 /// first) are its Lines; a frame nothing named has none, and its mapping says
 /// `has_functions` only if some of its frames were named, so that pprof can symbolize the
-/// rest itself. The event, the command and the pid are sample labels.
+/// rest itself. The event, the command and the pid are sample labels, and `truncated`
+/// the reason the unwinder stopped short, where it did. Times are the
+/// trace's: `time_nanos` the first sample's, `duration_nanos` the span, and each sample's
+/// Breakdown the time of every event it counts (ticks in nanoseconds after `time_nanos`),
+/// when the profile kept them.
 pub fn pprof(p: &Profile) -> Vec<u8> {
     let mut strings: Vec<String> = vec![String::new()];
     let mut sidx: HashMap<String, u64> = HashMap::new();
@@ -670,10 +674,12 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
     };
     let mut msg = Pb::default();
     // sample_type: samples/count.
+    let (k_samples, k_count) = (s("samples"), s("count"));
     let mut vt = Pb::default();
-    vt.uint(1, s("samples"));
-    vt.uint(2, s("count"));
+    vt.uint(1, k_samples);
+    vt.uint(2, k_count);
     msg.bytes(1, &vt.0);
+    let k_ns = if p.times { s("nanoseconds") } else { 0 };
 
     // Mappings: (path, build-id) -> id, and whether any of its frames has functions.
     let mut mappings: HashMap<(String, Option<String>), (u64, bool)> = HashMap::new();
@@ -684,6 +690,7 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
     let mut loc_of: HashMap<u32, u64> = HashMap::new();
     let mut sample_msgs = Vec::new();
     let (k_event, k_comm, k_pid) = (s("event"), s("comm"), s("pid"));
+    let k_truncated = s("truncated");
 
     for e in &p.raw {
         let mut loc_ids = Vec::with_capacity(e.frames.len());
@@ -749,6 +756,13 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
         let mut sm = Pb::default();
         sm.packed(1, &loc_ids);
         sm.packed(2, &[e.count]);
+        if p.times {
+            // Breakdown: the time of each sample, in tick_unit after time_nanos.
+            let ticks: Vec<u64> = e.times.iter().map(|t| t - p.first_ts).collect();
+            let mut bd = Pb::default();
+            bd.packed(1, &ticks);
+            sm.bytes(4, &bd.0);
+        }
         let task = &p.labels[e.task as usize].name;
         let (comm, pid) = task.rsplit_once('-').unwrap_or((task.as_str(), "0"));
         for (k, v, num) in [
@@ -762,6 +776,12 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
             if let Some(n) = num {
                 lm.uint(3, n as u64);
             }
+            sm.bytes(3, &lm.0);
+        }
+        if let Some(r) = &e.truncated {
+            let mut lm = Pb::default();
+            lm.uint(1, k_truncated);
+            lm.uint(2, s(r));
             sm.bytes(3, &lm.0);
         }
         sample_msgs.push(sm.0);
@@ -794,8 +814,14 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
     for st in &strings {
         msg.bytes(6, st.as_bytes());
     }
+    // The trace's own time: its clock's nanoseconds (the global clock's count from
+    // boot), as perf script and trace-cmd report print it.
     msg.uint(9, p.first_ts);
     msg.uint(10, p.last_ts.saturating_sub(p.first_ts));
+    // period_type and period: every sample is one event.
+    msg.bytes(11, &vt.0);
+    msg.uint(12, 1);
+    msg.uint(15, k_ns);
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     // Writing to a Vec cannot fail.
     let _ = gz.write_all(&msg.0);

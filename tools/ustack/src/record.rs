@@ -19,6 +19,9 @@ pub struct Record {
     pub command: Vec<String>,
     pub output: PathBuf,
     pub clock: String,
+    /// `trace-cmd record --date`: the file maps the trace clock to the time of day, which
+    /// the report, `--time` and pprof's `time_nanos` then give.
+    pub date: bool,
     pub trace_cmd: PathBuf,
     /// Where `/sys` is (tests give another).
     pub sys: PathBuf,
@@ -62,6 +65,9 @@ impl Record {
     /// trace-cmd's arguments.
     pub fn args(&self) -> Vec<String> {
         let mut a: Vec<String> = vec!["record".into(), "-C".into(), self.clock.clone()];
+        if self.date {
+            a.push("--date".into());
+        }
         a.push("-o".into());
         a.push(self.output.display().to_string());
         let mut events = vec!["user_unwind".to_string(), "task:task_newtask".to_string()];

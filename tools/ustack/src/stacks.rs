@@ -211,14 +211,31 @@ struct RawStack {
     pid: i32,
     comm: u32,
     complete: bool,
+    /// Why the unwinder stopped short (a string id), if it did.
+    truncated: Option<u32>,
     /// Frame keys, innermost first.
     frames: Box<[u32]>,
+}
+
+/// The sample times kept for pprof at most (8 bytes each): past that no sample's are.
+pub const TIMES_MAX: usize = 1 << 22;
+
+/// A stack's count, and the times of its samples when they are kept.
+#[derive(Default)]
+struct Count {
+    n: u64,
+    times: Vec<u64>,
 }
 
 /// Samples counted as they come, by what the trace holds.
 #[derive(Default)]
 pub struct Aggregator {
     pub filter: Filter,
+    /// Keep each sample's time (for pprof), up to [`TIMES_MAX`] in all.
+    pub keep_times: bool,
+    times_kept: usize,
+    /// More samples than [`TIMES_MAX`]: no times are given.
+    pub times_dropped: bool,
     files: Vec<Rc<FileInfo>>,
     /// Every FileInfo seen, kept alive so that its address is not reused.
     keep: Vec<Rc<FileInfo>>,
@@ -228,7 +245,7 @@ pub struct Aggregator {
     fkey_ids: IdMap<FKey, u32>,
     strings: Vec<Rc<str>>,
     string_ids: HashMap<Rc<str>, u32>,
-    stacks: IdMap<RawStack, u64>,
+    stacks: IdMap<RawStack, Count>,
     /// Samples kept, and seen before the filter.
     pub samples: u64,
     pub seen: u64,
@@ -302,16 +319,30 @@ impl Aggregator {
             None => self.string(&Rc::from("?")),
         };
         let frames: Box<[u32]> = s.frames.iter().map(|f| self.fkey(f)).collect();
-        *self
+        let truncated = s.truncated.as_ref().map(|r| self.string(r));
+        let c = self
             .stacks
             .entry(RawStack {
                 event,
                 pid: s.pid,
                 comm,
                 complete: s.complete,
+                truncated,
                 frames,
             })
-            .or_default() += 1;
+            .or_default();
+        c.n += 1;
+        if self.keep_times && !self.times_dropped {
+            if self.times_kept < TIMES_MAX {
+                c.times.push(s.ts);
+                self.times_kept += 1;
+            } else {
+                self.times_dropped = true;
+                for c in self.stacks.values_mut() {
+                    c.times = Vec::new();
+                }
+            }
+        }
         self.samples += 1;
         self.first_ts = Some(self.first_ts.map_or(s.ts, |t| t.min(s.ts)));
         self.last_ts = self.last_ts.max(s.ts);
@@ -329,6 +360,7 @@ impl Aggregator {
             samples: self.samples,
             first_ts: self.first_ts.unwrap_or(0),
             last_ts: self.last_ts,
+            times: self.keep_times && !self.times_dropped,
             ..Profile::default()
         };
         let hex_ids: Vec<Option<String>> = self
@@ -340,21 +372,38 @@ impl Aggregator {
         let mut pf_ids: IdMap<(u32, bool, i32), u32> = IdMap::default();
         let mut pf_labels: Vec<Vec<u32>> = Vec::new();
         let mut entries: IdMap<(u32, i32, u32, bool, Vec<u32>), u64> = IdMap::default();
-        let mut stacks: Vec<(RawStack, u64)> = self.stacks.into_iter().collect();
+        let mut stacks: Vec<(RawStack, Count)> = self.stacks.into_iter().collect();
         // Most frequent first, then in the order of the trace's first frames: the order
         // labels are numbered in, and so ties are broken in, is the same every run.
         stacks.sort_unstable_by(|a, b| {
-            b.1.cmp(&a.1).then_with(|| {
-                (a.0.event, a.0.pid, a.0.comm, a.0.complete, &a.0.frames).cmp(&(
-                    b.0.event,
-                    b.0.pid,
-                    b.0.comm,
-                    b.0.complete,
-                    &b.0.frames,
-                ))
+            b.1.n.cmp(&a.1.n).then_with(|| {
+                (
+                    a.0.event,
+                    a.0.pid,
+                    a.0.comm,
+                    a.0.complete,
+                    a.0.truncated,
+                    &a.0.frames,
+                )
+                    .cmp(&(
+                        b.0.event,
+                        b.0.pid,
+                        b.0.comm,
+                        b.0.complete,
+                        b.0.truncated,
+                        &b.0.frames,
+                    ))
             })
         });
-        for (raw, count) in stacks {
+        for (
+            raw,
+            Count {
+                n: count,
+                mut times,
+            },
+        ) in stacks
+        {
+            times.sort_unstable();
             let mut frames: Vec<u32> = Vec::new();
             let mut pfs = Vec::with_capacity(raw.frames.len());
             for (depth, &fk) in raw.frames.iter().enumerate() {
@@ -431,6 +480,10 @@ impl Aggregator {
             if !raw.complete && !raw.frames.is_empty() {
                 frames.push(p.label(Label::synthetic("[truncated]")));
             }
+            let truncated = raw.truncated.map(|r| Rc::clone(&self.strings[r as usize]));
+            if let Some(r) = &truncated {
+                frames.push(p.label(Label::synthetic(&format!("[truncated: {r}]"))));
+            }
             if raw.frames.is_empty() {
                 let m = if raw.complete {
                     "[no user frames]"
@@ -454,7 +507,9 @@ impl Aggregator {
                 task,
                 frames: pfs,
                 complete: raw.complete,
+                truncated,
                 count,
+                times,
             });
             *entries
                 .entry((event, raw.pid, task, raw.complete, frames))
@@ -534,7 +589,11 @@ pub struct RawEntry {
     pub task: u32,
     pub frames: Vec<u32>,
     pub complete: bool,
+    /// Why the unwinder stopped short of the outermost frame, if it did.
+    pub truncated: Option<Rc<str>>,
     pub count: u64,
+    /// The times of its samples, in order, when [`Profile::times`].
+    pub times: Vec<u64>,
 }
 
 /// A stack as shown: event and task labels, frames outermost first.
@@ -564,6 +623,8 @@ pub struct Profile {
     pub samples: u64,
     pub first_ts: u64,
     pub last_ts: u64,
+    /// Every raw entry has its samples' times.
+    pub times: bool,
     /// Frames of the samples kept, and those nothing named (shown as `file+0xoffset`).
     pub frames_total: u64,
     pub frames_unnamed: u64,

@@ -15,9 +15,11 @@ pub const MAGIC: &[u8] = b"\x17\x08\x44tracing";
 
 // Option ids of the v7 format (and the few v6 shares).
 const OPT_DONE: u16 = 0;
+const OPT_DATE: u16 = 1;
 const OPT_CPUSTAT: u16 = 2;
 const OPT_BUFFER: u16 = 3;
 const OPT_TRACECLOCK: u16 = 4;
+const OPT_OFFSET: u16 = 7;
 const OPT_HEADER_INFO: u16 = 16;
 const OPT_FTRACE_EVENTS: u16 = 17;
 const OPT_EVENT_FORMATS: u16 = 18;
@@ -41,6 +43,23 @@ pub struct CpuData {
     pub src: CpuSource,
 }
 
+/// An integer as C's `strtoll(s, NULL, 0)` reads a whole string: a sign, then `0x`
+/// hexadecimal, `0` octal or decimal digits.
+fn parse_c_int(s: &str) -> Option<i64> {
+    let (neg, s) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let v = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        i64::from_str_radix(h, 16).ok()?
+    } else if s.len() > 1 && s.starts_with('0') {
+        i64::from_str_radix(&s[1..], 8).ok()?
+    } else {
+        s.parse().ok()?
+    };
+    Some(if neg { v.checked_neg()? } else { v })
+}
+
 /// A trace.dat read into memory.
 #[derive(Debug, Clone)]
 pub struct TraceDat {
@@ -49,6 +68,10 @@ pub struct TraceDat {
     pub page_size: usize,
     pub compression: Option<String>,
     pub clock: Option<String>,
+    /// Nanoseconds added to every timestamp, as trace-cmd report adds them: the DATE
+    /// option's (`trace-cmd record --date`: microseconds from the trace clock to the time
+    /// of day) and the OFFSET option's (`--ts-offset`).
+    pub ts_offset: i64,
     pub header: PageHeader,
     pub formats: HashMap<u16, Format>,
     /// The format files as stored (system, text), `header_page` first, for writers.
@@ -177,6 +200,7 @@ impl TraceDat {
             page_size,
             compression: None,
             clock: None,
+            ts_offset: 0,
             header: PageHeader {
                 commit_offset: 8,
                 commit_size: 8,
@@ -331,8 +355,25 @@ impl TraceDat {
                 .push(String::from_utf8_lossy(cstr(data.get(8..).unwrap_or(&[]))).into_owned()),
             OPT_TRACECLOCK => self.set_clock(data),
             OPT_CPUSTAT => self.cpustat(data),
+            OPT_DATE | OPT_OFFSET => self.add_offset(id, data),
             _ => {}
         }
+    }
+
+    /// The DATE option (microseconds) or OFFSET option (nanoseconds): a number as C's
+    /// `strtoll(s, NULL, 0)` reads it, `0x` hexadecimal, `0` octal or decimal, signed. One
+    /// that does not parse is left out, as trace-cmd reads it as 0.
+    fn add_offset(&mut self, id: u16, data: &[u8]) {
+        let text = String::from_utf8_lossy(cstr(data));
+        let Some(v) = parse_c_int(text.trim()) else {
+            return;
+        };
+        let v = if id == OPT_DATE {
+            v.saturating_mul(1000)
+        } else {
+            v
+        };
+        self.ts_offset = self.ts_offset.saturating_add(v);
     }
 
     fn set_clock(&mut self, data: &[u8]) {
@@ -420,6 +461,7 @@ impl TraceDat {
                     OPT_BUFFER => buffers.push(d.to_vec()),
                     OPT_TRACECLOCK => self.set_clock(d),
                     OPT_CPUSTAT => self.cpustat(d),
+                    OPT_DATE | OPT_OFFSET => self.add_offset(id, d),
                     OPT_HEADER_INFO | OPT_FTRACE_EVENTS | OPT_EVENT_FORMATS | OPT_CMDLINES => {
                         let at = oc.u64("section offset")?;
                         let (_, s) = self.section(bytes, at)?;
@@ -698,6 +740,43 @@ impl CpuReader {
 mod tests {
     use super::*;
     use ruzstd::encoding::{compress_to_vec, CompressionLevel};
+
+    #[test]
+    fn time_offsets_read_as_strtoll_reads_them() {
+        // trace-cmd writes the DATE option as "0x%llx" (microseconds).
+        assert_eq!(parse_c_int("0x661aa38b6119c"), Some(0x661aa38b6119c));
+        assert_eq!(parse_c_int("-0x10"), Some(-16));
+        assert_eq!(parse_c_int("1234"), Some(1234));
+        assert_eq!(parse_c_int("017"), Some(15));
+        assert_eq!(parse_c_int("0"), Some(0));
+        assert_eq!(parse_c_int("0xzz"), None);
+        assert_eq!(parse_c_int(""), None);
+        let mut t = TraceDat {
+            version: 7,
+            endian: Endian::Little,
+            page_size: 4096,
+            compression: None,
+            clock: None,
+            ts_offset: 0,
+            header: PageHeader {
+                commit_offset: 8,
+                commit_size: 8,
+                data_offset: 16,
+            },
+            formats: HashMap::new(),
+            format_texts: Vec::new(),
+            comms: HashMap::new(),
+            cpus: Vec::new(),
+            lost: 0,
+            damage: Vec::new(),
+            instances: Vec::new(),
+            instance: None,
+        };
+        t.add_offset(OPT_DATE, b"0x10\0");
+        t.add_offset(OPT_OFFSET, b"-5\0");
+        t.add_offset(OPT_DATE, b"garbage\0");
+        assert_eq!(t.ts_offset, 16_000 - 5);
+    }
 
     #[test]
     fn zstd_sizes_are_bounded() {

@@ -349,3 +349,29 @@ fn filters_by_task_pid_and_event() {
     let (_, err, ok) = ustack(&["--pid", "x", t]);
     assert!(!ok && err.contains("--pid wants a number"), "{err}");
 }
+
+#[test]
+fn a_stack_the_unwinder_cut_short_is_marked() {
+    // v7-date.dat: busybox's sh called getppid once; the .eh_frame unwinder stopped after
+    // its first frame (its user_unwind_truncated says bad_frame). The stack is marked
+    // under its event, the summary counts it, and the others are not marked.
+    let t = fixture("v7-date.dat");
+    let (folded, err, ok) = ustack(&[
+        "--folded",
+        "-",
+        "--sysroot",
+        "/nonexistent",
+        t.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let marked: Vec<&str> = folded
+        .lines()
+        .filter(|l| l.contains("[truncated"))
+        .collect();
+    assert_eq!(
+        marked,
+        ["raw_syscalls:sys_enter;[truncated: bad_frame];busybox+0x62137 1"],
+        "{folded}"
+    );
+    assert!(err.contains(", 1 cut short by the unwinder;"), "{err}");
+}

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Outputs other tools read: perf script's text (checked against the folded stacks, and by
-//! stackcollapse-perf.pl when it is installed: $STACKCOLLAPSE_PERF or on the PATH), and
-//! pprof's sample labels and `has_functions`.
+//! Outputs other tools read: perf script's text (read back by its documented shape, and
+//! folded by stackcollapse-perf.pl's Rust port inferno-collapse-perf, or the script itself
+//! in $STACKCOLLAPSE_PERF, into ustack's own folded stacks), and pprof's sample labels,
+//! `has_functions` and sample times.
 
 mod common;
 
@@ -81,37 +82,228 @@ fn perf_script_text_holds_every_sample() {
         text.contains("\t            12ce [unknown] (/usr/bin/uu_chain)\n"),
         "{text}"
     );
-    // stackcollapse-perf.pl, when there is one, reads the same stacks.
-    let sc = std::env::var_os("STACKCOLLAPSE_PERF")
+}
+
+/// The perf script consumer the test runs: `$STACKCOLLAPSE_PERF` (FlameGraph's
+/// stackcollapse-perf.pl, run with perl), else inferno-collapse-perf, its Rust port, which
+/// scripts/setup.sh installs into the cache (on the PATH of make check's stages). Absent,
+/// the test fails under CI and says SKIP elsewhere.
+fn consumer() -> Option<Command> {
+    if let Some(pl) = std::env::var_os("STACKCOLLAPSE_PERF") {
+        let mut c = Command::new("perl");
+        c.arg(pl);
+        return Some(c);
+    }
+    let name = "inferno-collapse-perf";
+    let cache = std::env::var_os("USER_UNWIND_CACHE")
         .map(PathBuf::from)
         .or_else(|| {
-            std::env::var_os("PATH").and_then(|p| {
-                std::env::split_paths(&p)
-                    .map(|d| d.join("stackcollapse-perf.pl"))
-                    .find(|f| f.is_file())
-            })
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(|x| PathBuf::from(x).join("user-unwind"))
+                .or_else(|| {
+                    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/user-unwind"))
+                })
         });
-    let Some(sc) = sc else {
-        eprintln!("SKIP: stackcollapse-perf.pl: not installed (set $STACKCOLLAPSE_PERF)");
-        return;
-    };
-    let mut c = Command::new("perl")
-        .arg(&sc)
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain(cache.map(|c| c.join("cargo/bin")))
+        .map(|d| d.join(name))
+        .find(|f| f.is_file());
+    match found {
+        Some(f) => {
+            let mut c = Command::new(f);
+            c.arg("-q");
+            Some(c)
+        }
+        None => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{name} is not installed: scripts/setup.sh installs it (or set $STACKCOLLAPSE_PERF)"
+            );
+            eprintln!("SKIP: {name}: not installed (scripts/setup.sh installs it)");
+            None
+        }
+    }
+}
+
+/// Folded lines to counts.
+fn counts(text: &str) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for l in text.lines() {
+        let (s, n) = l.rsplit_once(' ').unwrap();
+        *m.entry(s.to_string()).or_default() += n.parse::<u64>().unwrap();
+    }
+    m
+}
+
+/// ustack's own `--folded --task` lines as stackcollapse-perf.pl folds perf script's text,
+/// the documented differences taken out: the consumer's root is the command (ustack's is
+/// the event, then `comm-pid`); perf script's text has no inline marker (ustack's
+/// `_[i]`); a frame nothing named is `[file]` (ustack's `file+0xoffset`); a sample without
+/// frames is not counted (ustack's `[no stack]`, `[no user frames]`), nor the markers of a
+/// stack cut short (`[truncated]`, `[truncated: REASON]`).
+fn as_consumer_folds(folded: &str) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for (stack, n) in counts(folded) {
+        let mut parts = stack.split(';');
+        let _event = parts.next().unwrap();
+        let task = parts.next().unwrap();
+        let comm = task.rsplit_once('-').unwrap().0;
+        let frames: Vec<String> = parts
+            .filter(|f| {
+                !(f.starts_with("[truncated") || matches!(*f, "[no stack]" | "[no user frames]"))
+            })
+            .map(|f| {
+                let f = f.strip_suffix("_[i]").unwrap_or(f);
+                match f.rsplit_once("+0x") {
+                    Some((file, off)) if u64::from_str_radix(off, 16).is_ok() => {
+                        format!("[{file}]")
+                    }
+                    _ => f.to_string(),
+                }
+            })
+            .collect();
+        if frames.is_empty() {
+            continue;
+        }
+        *m.entry(format!("{comm};{}", frames.join(";"))).or_default() += n;
+    }
+    m
+}
+
+/// The consumer's folding of ustack's perf script text of `trace` equals ustack's own
+/// folded stacks of it, modulo the documented differences; returns the stacks.
+fn consumer_agrees(trace: &str, extra: &[&str]) -> Option<BTreeMap<String, u64>> {
+    let mut c = consumer()?;
+    let mut args = vec!["-q", "--perf-script", "-"];
+    args.extend_from_slice(extra);
+    args.push(trace);
+    let text = ustack(&args);
+    let mut args = vec!["-q", "--task", "--folded", "-"];
+    args.extend_from_slice(extra);
+    args.push(trace);
+    let ours = as_consumer_folds(&String::from_utf8(ustack(&args)).unwrap());
+    let mut c = c
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    std::io::Write::write_all(&mut c.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    std::io::Write::write_all(&mut c.stdin.take().unwrap(), &text).unwrap();
     let out = c.wait_with_output().unwrap();
-    let theirs: BTreeMap<String, u64> = String::from_utf8(out.stdout)
+    assert!(out.status.success(), "{out:?}");
+    let theirs = counts(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(theirs, ours, "the consumer's stacks, then ustack's");
+    Some(theirs)
+}
+
+#[test]
+fn stackcollapse_perf_folds_perf_script_as_ustack_folds() {
+    // The recording: every frame unnamed (nothing is found under /nonexistent).
+    let t = fixture("v7-zstd.dat");
+    let Some(stacks) = consumer_agrees(t.to_str().unwrap(), &["--sysroot", "/nonexistent"]) else {
+        return;
+    };
+    let chain = "uu_chain;[libc.so.6];[uu_chain];[uu_chain];[uu_chain];[uu_chain];[libuutest.so]";
+    assert_eq!(stacks.get(chain), Some(&20), "{stacks:#?}");
+    assert_eq!(stacks.values().sum::<u64>(), 24);
+}
+
+#[test]
+fn stackcollapse_perf_reads_named_frames() {
+    // A stack in this machine's libc, named from its symbols (and libc6-dbg's debug file
+    // when installed), under a frame of a file that is not here.
+    let libc = std::path::Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+    let id: String = ustack::elf::build_id(libc)
         .unwrap()
-        .lines()
-        .map(|l| {
-            let (s, n) = l.rsplit_once(' ').unwrap();
-            (s.to_string(), n.parse().unwrap())
-        })
+        .iter()
+        .map(|b| format!("{b:02x}"))
         .collect();
-    assert_eq!(theirs, ours);
+    let nm = String::from_utf8(
+        Command::new("nm")
+            .args(["-D", "--defined-only"])
+            .arg(libc)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let off = |name: &str, plus: u64| {
+        let va = nm
+            .lines()
+            .find_map(|l| {
+                let mut w = l.split_whitespace();
+                let a = w.next()?;
+                let n = w.nth(1)?;
+                (n == name || n.starts_with(&format!("{name}@@")))
+                    .then(|| u64::from_str_radix(a, 16).unwrap())
+            })
+            .unwrap();
+        let l = ustack::elf::loads(libc)
+            .unwrap()
+            .into_iter()
+            .find(|l| va >= l.vaddr && va - l.vaddr < l.filesz)
+            .unwrap();
+        va - l.vaddr + l.offset + plus
+    };
+    let mut t = String::from("# trace_clock: global\n# tracer: nop\n");
+    let line = |t: &mut String, us: u32, body: &str| {
+        t.push_str(&format!("  prog-42 [000] .....    10.{us:06}: {body}\n"));
+    };
+    line(
+        &mut t,
+        1,
+        &format!(
+            "file_cache: cookie=aa path={} build_id={id} build_id_len=20",
+            libc.display()
+        ),
+    );
+    line(
+        &mut t,
+        2,
+        "file_cache: cookie=bb path=/usr/bin/not-here build_id=0102 build_id_len=2",
+    );
+    let stack = [
+        (off("getppid", 0), 0xaa),
+        (off("puts", 8), 0xaa),
+        (off("qsort", 8), 0xaa),
+        (0x1234, 0xbb),
+    ];
+    for i in 0..3u32 {
+        line(&mut t, 10 + 3 * i, "sys_enter: NR 110 (0, 0, 0, 0, 0, 0)");
+        line(
+            &mut t,
+            11 + 3 * i,
+            &format!("user_unwind_cookie: cookie={:x}", 0x100 + i),
+        );
+        line(
+            &mut t,
+            12 + 3 * i,
+            &format!("user_unwind_stack: cookie={:x}", 0x100 + i),
+        );
+        for (o, c) in &stack[..2 + i as usize] {
+            t.push_str(&format!(" => <{o:016x}> : 0x{c:x}\n"));
+        }
+    }
+    let d = common::tmpdir("named");
+    let f = d.join("named.trace");
+    std::fs::write(&f, t).unwrap();
+    let Some(stacks) = consumer_agrees(f.to_str().unwrap(), &[]) else {
+        return;
+    };
+    // libc6-dbg names them as glibc's sources do (__GI_getppid), libc's own symbols
+    // without the prefixes.
+    let plain: BTreeMap<String, u64> = stacks
+        .iter()
+        .map(|(k, n)| (k.replace("__GI_", "").replace("_IO_", ""), *n))
+        .collect();
+    assert_eq!(
+        plain.get("prog;[not-here];qsort;puts;getppid"),
+        Some(&1),
+        "{stacks:#?}"
+    );
+    assert_eq!(plain.get("prog;puts;getppid"), Some(&1), "{stacks:#?}");
+    assert_eq!(stacks.values().sum::<u64>(), 3);
 }
 
 /// A protobuf message's fields: (number, varint or bytes).
@@ -213,4 +405,146 @@ fn pprof_labels_and_has_functions() {
         "{by_task:?}"
     );
     assert_eq!(by_task.values().sum::<u64>(), 24);
+}
+
+/// Packed varints.
+fn packed(mut b: &[u8]) -> Vec<u64> {
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let mut v = 0;
+        let mut shift = 0;
+        loop {
+            let byte = b[0];
+            b = &b[1..];
+            v |= u64::from(byte & 0x7f) << shift;
+            shift += 7;
+            if byte < 0x80 {
+                break;
+            }
+        }
+        out.push(v);
+    }
+    out
+}
+
+#[test]
+fn pprof_sample_times_are_the_trace_times() {
+    pprof_times("v7-zstd");
+}
+
+#[test]
+fn pprof_sample_times_are_the_time_of_day_with_date() {
+    // trace-cmd record --date: time_nanos is then nanoseconds past the epoch, as pprof
+    // defines it.
+    let t = pprof_times("v7-date");
+    assert!(t > 1_600_000_000_000_000_000, "{t}");
+}
+
+/// Checks the pprof times of recording `name` against its trace-cmd report; returns
+/// time_nanos.
+fn pprof_times(name: &str) -> u64 {
+    // Ground truth: trace-cmd report's time of every cookie of the recording (a sample's
+    // time is its cookie's), in microseconds (rounded to the nearest), per task.
+    let report = std::fs::read_to_string(fixture(&format!("{name}.report"))).unwrap();
+    let mut truth: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for l in report.lines().filter(|l| l.contains("user_unwind_cookie:")) {
+        let mut w = l.split_whitespace();
+        let task = w.next().unwrap().to_string();
+        let _cpu = w.next();
+        let t = w.next().unwrap().trim_end_matches(':');
+        let (sec, usec) = t.split_once('.').unwrap();
+        let us = sec.parse::<u64>().unwrap() * 1_000_000 + usec.parse::<u64>().unwrap();
+        truth.entry(task).or_default().push(us);
+    }
+    let t = fixture(&format!("{name}.dat"));
+    let gz = ustack(&[
+        "-q",
+        "--sysroot",
+        "/nonexistent",
+        "--pprof",
+        "-",
+        t.to_str().unwrap(),
+    ]);
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
+    let f = pb(&raw);
+    let strings: Vec<String> = f
+        .iter()
+        .filter(|(n, _)| *n == 6)
+        .map(|(_, v)| String::from_utf8(v.clone().unwrap_err()).unwrap())
+        .collect();
+    let time_nanos = get(&f, 9);
+    let duration = get(&f, 10);
+    assert_eq!(strings[get(&f, 15) as usize], "nanoseconds", "tick_unit");
+    assert_eq!(get(&f, 12), 1, "period");
+    let pt = f
+        .iter()
+        .find(|(n, _)| *n == 11)
+        .unwrap()
+        .1
+        .clone()
+        .unwrap_err();
+    let pt = pb(&pt);
+    assert_eq!(
+        (
+            strings[get(&pt, 1) as usize].as_str(),
+            strings[get(&pt, 2) as usize].as_str()
+        ),
+        ("samples", "count")
+    );
+    let mut ours: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut last = 0;
+    for (_, s) in f.iter().filter(|(n, _)| *n == 2) {
+        let s = pb(s.as_ref().unwrap_err());
+        let value = packed(
+            s.iter()
+                .find(|(n, _)| *n == 2)
+                .unwrap()
+                .1
+                .as_ref()
+                .unwrap_err(),
+        )[0];
+        let mut labels: BTreeMap<String, (String, u64)> = BTreeMap::new();
+        for (_, l) in s.iter().filter(|(n, _)| *n == 3) {
+            let l = pb(l.as_ref().unwrap_err());
+            labels.insert(
+                strings[get(&l, 1) as usize].clone(),
+                (strings[get(&l, 2) as usize].clone(), get(&l, 3)),
+            );
+        }
+        // One breakdown, a tick per sample of the entry, in order.
+        let bds: Vec<_> = s.iter().filter(|(n, _)| *n == 4).collect();
+        assert_eq!(bds.len(), 1);
+        let bd = pb(bds[0].1.as_ref().unwrap_err());
+        let ticks = packed(
+            bd.iter()
+                .find(|(n, _)| *n == 1)
+                .unwrap()
+                .1
+                .as_ref()
+                .unwrap_err(),
+        );
+        assert_eq!(ticks.len() as u64, value);
+        assert!(ticks.windows(2).all(|w| w[0] <= w[1]));
+        let task = format!("{}-{}", labels["comm"].0, labels["pid"].1);
+        for t in ticks {
+            last = last.max(t);
+            ours.entry(task.clone())
+                .or_default()
+                .push((time_nanos + t + 500) / 1000);
+        }
+    }
+    for v in ours.values_mut() {
+        v.sort_unstable();
+    }
+    assert_eq!(ours, truth);
+    assert_eq!(
+        duration, last,
+        "duration_nanos: the first sample to the last"
+    );
+    assert_eq!(
+        (time_nanos + 500) / 1000,
+        *truth.values().flatten().min().unwrap()
+    );
+    time_nanos
 }

@@ -60,6 +60,20 @@ fn record(d: &Path, args: &[&str]) -> (String, i32) {
 }
 
 #[test]
+fn record_date_asks_trace_cmd_for_the_time_of_day() {
+    let d = stage("date", true);
+    let out = d.join("out.dat");
+    let o = out.to_str().unwrap();
+    let (err, code) = record(&d, &["--date", "-o", o, "--", "./prog"]);
+    assert_eq!(code, 0, "{err}");
+    let args = std::fs::read_to_string(d.join("args")).unwrap();
+    assert_eq!(
+        args.trim(),
+        format!("record -C global --date -o {o} -e user_unwind -e task:task_newtask -e sched:sched_switch -F -c ./prog")
+    );
+}
+
+#[test]
 fn record_runs_trace_cmd_with_the_right_clock_and_events() {
     let d = stage("cmd", true);
     let out = d.join("out.dat");
