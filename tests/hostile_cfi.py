@@ -60,6 +60,15 @@ CIE_INSNS = bytes([0x0c, 7, 8, 0x90, 1])
 # (0x114), CFA = rsp + 8 again.
 FDE_INSNS = bytes([0x41, 0x0e, 0x10, 0x86, 0x02, 0x53, 0x0e, 0x08, 0xc6])
 KERNEL = 0xffffffff81000000
+# Another function at CODE whose system call returns at the same offset with another frame
+# (two more words pushed): the second content of the file UNWIND_HOSTILE_REWRITE rewrites,
+# for which the control's row at DIRECT_AT would be wrong.
+#   0x100 push %rbp   0x101 push $0   0x103 push $0   0x105 xor %ebp,%ebp
+#   0x107 mov $110,%eax   0x10c nopl 0(%rax)   0x110 nop   0x111 syscall
+#   0x113 add $16,%rsp    0x117 pop %rbp       0x118 ret
+DEEP_BYTES = bytes.fromhex("55 6a00 6a00 31ed b86e000000 0f1f4000 90 0f05 4883c410 5d c3")
+DEEP_INSNS = bytes([0x41, 0x0e, 0x10, 0x86, 0x02, 0x42, 0x0e, 0x18, 0x42, 0x0e, 0x20,
+                    0x52, 0x0e, 0x10, 0x41, 0x0e, 0x08, 0xc6])
 
 
 def uleb(v):
@@ -144,9 +153,10 @@ def elf(phdrs=None, phnum=None, phoff=64, magic=b"\x7fELF\x02\x01\x01\0", eh_vad
     return head + ph
 
 
-def image(elf_bytes=None, hdr_bytes=None, cie_bytes=None, fde_bytes=None, extra=()):
+def image(elf_bytes=None, hdr_bytes=None, cie_bytes=None, fde_bytes=None, extra=(),
+          code=CODE_BYTES):
     img = bytearray(SIZE)
-    for at, b in [(0, elf() if elf_bytes is None else elf_bytes), (CODE, CODE_BYTES),
+    for at, b in [(0, elf() if elf_bytes is None else elf_bytes), (CODE, code),
                   (HDR, hdr() if hdr_bytes is None else hdr_bytes),
                   (CIE, cie() if cie_bytes is None else cie_bytes),
                   (FDE, fde() if fde_bytes is None else fde_bytes)] + list(extra):
@@ -182,7 +192,7 @@ CASES = {
     "phoff_wraps": (image(elf_bytes=elf(phoff=0xfffffffffffffff0)), "cut", FP),
     "bad_magic": (image(elf_bytes=elf(magic=b"\x7fELF\x01\x01\x01\0")), "cut", FP),
     # The search table: out of order (the bisection lands on the CIE), pointing outside
-    # the mapping, at address 0, into the kernel.
+    # the mapping, into the kernel, at address 0, at the code.
     "table_unsorted": (image(hdr_bytes=hdr(entries=((0x300, FDE), (0x50, FDE), (CODE, CIE)))),
                        "cut", "table"),
     "table_fde_in_guard": (image(hdr_bytes=hdr(entries=((CODE, SIZE + 0x1000),))), "cut", FP),
@@ -191,6 +201,11 @@ CASES = {
         "<QQ", 0, KERNEL))), "cut", FP),
     "table_fde_null": (image(hdr_bytes=hdr(table_enc=0x04, raw_entries=struct.pack(
         "<QQ", 0, 0))), "cut", FP),
+    # Just below the top of user space (the read straddles it), and non-canonical.
+    "table_fde_user_top": (image(hdr_bytes=hdr(table_enc=0x04, raw_entries=struct.pack(
+        "<QQ", 0, 0x7fffffffeffc))), "cut", FP),
+    "table_fde_noncanonical": (image(hdr_bytes=hdr(table_enc=0x04, raw_entries=struct.pack(
+        "<QQ", 0, 0x8000000000000000))), "cut", FP),
     "table_fde_in_code": (image(hdr_bytes=hdr(entries=((CODE, CODE),))), "cut", "table"),
     # FDE lengths.
     "fde_len_huge": (image(fde_bytes=fde(length=0x7ffffff0)), "cut", "table"),
@@ -257,6 +272,9 @@ CASES = {
     "cfa_reg_r12": (image(fde_bytes=fde(insns=b"\x41\x0c\x0c\x10")), "cut", "table"),
 }
 
+# The rewrite test's second content (its first is the control).
+DEEP = image(code=DEEP_BYTES, fde_bytes=fde(length_pc=len(DEEP_BYTES), insns=DEEP_INSNS))
+
 # The flip test's images: the control and single-field changes of it.
 FLIP = ["control", "hdr_version", "hdr_count_huge", "table_fde_kernel", "fde_len_huge",
         "cie_is_the_fde", "cie_version", "cie_ra_reg", "enc_aligned"]
@@ -300,8 +318,8 @@ def check(check_fn, s, prog, parse_trace, values, unwind, hostile):
         check_fn(f"hostile tables: {section} ran", v.get("status") == "0", str(v))
         events = parse_trace(s.get(section, []))
         cut = unwind.truncations(events)
-        got = [(c, f) for c, (who, f) in zip(unwind.cookies(events, "uu_hostile_cfi"),
-                                             unwind.stacks(events)) if who == "uu_hostile_cfi"]
+        mine = [f for who, f in unwind.stacks(events) if who == "uu_hostile_cfi"]
+        got = list(zip(unwind.cookies(events, "uu_hostile_cfi"), mine))
         seen, wrong, complete, short = {}, [], 0, 0
         for cookie, frames in got:
             names = unwind.symbolize(frames, prog, cache)
@@ -342,6 +360,26 @@ def check(check_fn, s, prog, parse_trace, values, unwind, hostile):
                      f"{len(got)} stacks, {complete} complete, {short} cut, {len(wrong)} "
                      f"wrong, e.g. {wrong[:3]}")
 
+    # The file rewritten with the control and DEEP in turn: every stack the whole chain.
+    events = parse_trace(s.get("UNWIND_HOSTILE_REWRITE", []))
+    cut = unwind.truncations(events)
+    mine = [f for who, f in unwind.stacks(events) if who == "uu_hostile_cfi"]
+    wrong = []
+    for cookie, frames in zip(unwind.cookies(events, "uu_hostile_cfi"), mine):
+        names = unwind.symbolize(frames, prog, cache)
+        path, kind, tail = classify(frames, names, lambda p: p == "/tmp/uu-rewrite")
+        if (path is None or kind != "direct" or len(tail) != len(LOADER)
+                or not is_prefix(tail, LOADER) or cookie in cut):
+            wrong.append(f"{unwind.show(names)} {cut.get(cookie)}")
+    ids = {e["cookie"] for e in events if e.get("path") == "/tmp/uu-rewrite"}
+    check_fn("unwinder: a file rewritten in place (code and table) between stacks, no pause: "
+             "every "
+             "stack is the whole chain",
+             values(s.get("UNWIND_HOSTILE_REWRITE", [])).get("status") == "0"
+             and len(mine) >= 90 and not wrong,
+             f"{len(mine)} stacks, {len(ids)} file cookies, {len(wrong)} wrong, "
+             f"e.g. {wrong[:3]}")
+
     def stats(section):
         return {k.rstrip(":"): int(x) for k, x in (line.split() for line in s.get(section, [])
                                                    if re.match(r"^\w+: \d+$", line))}
@@ -364,6 +402,8 @@ def main(out):
             exp.write(f"{name} {outcome} {reason or '-'}\n")
     with open(os.path.join(out, "flip"), "w") as f:
         f.write("".join(n + "\n" for n in FLIP))
+    with open(os.path.join(out, "deep"), "wb") as f:
+        f.write(DEEP)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hostile_cfi  # noqa: E402
+
 START = ["main", "__libc_start_call_main", "__libc_start_main", "_start"]
 CHAINS = {
     "UNWIND_CHAIN": ["getppid", "nf_c", "nf_b", "nf_a"] + START,
@@ -34,7 +37,8 @@ CHAINS = {
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 LDSO = "/lib64/ld-linux-x86-64.so.2"
 GUEST_PROG = {"/usr/bin/uu_nofp": "uu_nofp", "/usr/lib/libuunofp.so": "libuunofp.so",
-              "/usr/lib/libuunofpdl.so": "libuunofpdl.so"}
+              "/usr/lib/libuunofpdl.so": "libuunofpdl.so",
+              "/usr/bin/uu_hostile_cfi": "uu_hostile_cfi"}
 
 
 def _run(*args):
@@ -224,7 +228,7 @@ def check_bash(check, events, prog, cache):
           f"{complete} of {len(got)} complete, e.g. {wrong[:2]}")
 
 
-def check(s, prog, check_fn=None, parse_trace=None, values=None):
+def check(s, prog, check_fn=None, parse_trace=None, values=None, hostile=None):
     # tests/e2e.py's check, parse_trace and values: it runs as __main__, or imported.
     main = sys.modules.get("e2e") or sys.modules["__main__"]
     check_fn = check_fn or main.check
@@ -251,6 +255,11 @@ def check(s, prog, check_fn=None, parse_trace=None, values=None):
              len({c for c, _ in versions}) >= 6 and len({b for _, b in versions}) == 2,
              f"{len(versions)} (cookie, build-id) pairs: {sorted(versions)[:8]}")
     check_bash(check_fn, parse_trace(s.get("UNWIND_BASH", [])), prog, cache)
+    if hostile is None:
+        # Alone on a saved output: the generator's expectations, written again.
+        hostile = os.path.join(prog, "hostile-cfi-recheck")
+        hostile_cfi.main(hostile)
+    hostile_cfi.check(check_fn, s, prog, parse_trace, values, sys.modules[__name__], hostile)
     events = parse_trace(s.get("UNWIND_LIMIT", []))
     got, cut = stacks(events), truncations(events)
     deep = [(c, f) for c, (who, f) in zip(cookies(events, "uu_nofp"), got) if who == "uu_nofp"]

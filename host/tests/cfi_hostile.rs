@@ -56,9 +56,10 @@ impl Task for Hostile<'_> {
     }
 }
 
-/// The images and their expected lines, written by the generator into a fresh folder.
-fn images() -> (PathBuf, Vec<(String, String, String)>) {
-    let dir = std::env::temp_dir().join(format!("uu-hostile-cfi-{}", std::process::id()));
+/// The images and their expected lines, written by the generator into a folder of the
+/// test's own.
+fn images(test: &str) -> (PathBuf, Vec<(String, String, String)>) {
+    let dir = std::env::temp_dir().join(format!("uu-hostile-cfi-{}-{test}", std::process::id()));
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/hostile_cfi.py");
     let ok = Command::new("python3")
         .arg(script)
@@ -80,7 +81,7 @@ fn images() -> (PathBuf, Vec<(String, String, String)>) {
 
 #[test]
 fn hostile_tables_end_at_their_frame() {
-    let (dir, cases) = images();
+    let (dir, cases) = images("ends");
     assert!(cases.len() > 50);
     let ends: HashMap<&str, End> = [
         ("table", End::Table),
@@ -129,4 +130,50 @@ fn hostile_tables_end_at_their_frame() {
     }
     let _ = std::fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The rewrite test's two contents (the control, and `deep`: its system call returns at
+/// the same offset with two more words on the stack) each unwind completely with their own
+/// rows; with the control's rows cached under the same file key, `deep` would unwind wrong
+/// (one frame): the file's identity is all that keeps a rewritten file's rows apart.
+#[test]
+fn a_rewritten_file_needs_its_own_rows() {
+    let (dir, _) = images("rewrite");
+    let control = std::fs::read(dir.join("control")).expect("control");
+    let deep = std::fs::read(dir.join("deep")).expect("deep");
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut words = [0u64; 8];
+    let run = |file: &[u8], words: &[u64; 8], caches: &Caches| {
+        let mut stack = [0u8; 64];
+        for (w, b) in words.iter().zip(stack.chunks_mut(8)) {
+            b.copy_from_slice(&w.to_le_bytes());
+        }
+        let mut task = Hostile { file, stack };
+        let regs = Regs {
+            ip: BASE + 0x113,
+            sp: STACK,
+            bp: 0,
+            bx: 0,
+        };
+        let mut ips = [0u64; 8];
+        let (n, end, _) = unwind(
+            &mut task,
+            regs,
+            1 << 47,
+            caches,
+            &mut Scratch::new(),
+            &mut ips,
+        );
+        (n, end, ips[1])
+    };
+    // The control: saved rbp, return address; deep: two zeros first.
+    words[..2].copy_from_slice(&[STACK + 16, LOADER_RET]);
+    let warm = Caches::new();
+    assert_eq!(run(&control, &words, &warm), (2, End::Complete, LOADER_RET));
+    let deep_words = [0, 0, STACK + 32, LOADER_RET, 0, 0, 0, 0];
+    assert_eq!(
+        run(&deep, &deep_words, &Caches::new()),
+        (2, End::Complete, LOADER_RET)
+    );
+    assert_eq!(run(&deep, &deep_words, &warm), (1, End::Complete, 0));
 }

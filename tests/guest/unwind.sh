@@ -32,6 +32,21 @@ result rewrite_inode "$(stat -c %i /tmp/uulib/libuunofpdl.so)"
 # A Debian binary: bash's own system calls, builtins only (no fork, no exec).
 traced UNWIND_BASH 'common_pid != 0' bash -c 'i=0; while [ $i -lt 30 ]; do i=$((i + 1)); echo $i >/dev/null; done'
 
+# Hostile call-frame tables (tests/hostile_cfi.py wrote them to /hostile-cfi), a frame in
+# each; then one file rewritten with good and bad tables in turn while its stacks are taken.
+section UNWIND_HOSTILE_BEFORE
+cat $T/user_unwind_stats
+traced UNWIND_HOSTILE 'id == 110' uu_hostile_cfi 2 $(cut -d' ' -f1 /hostile-cfi/expected | sed 's|^|/hostile-cfi/|')
+cp /hostile-cfi/control /tmp/uu-flip
+traced UNWIND_HOSTILE_FLIP 'id == 110' uu_hostile_cfi -w 150 /tmp/uu-flip $(sed 's|^|/hostile-cfi/|' /hostile-cfi/flip)
+section UNWIND_HOSTILE_AFTER
+cat $T/user_unwind_stats
+# One file rewritten in place, code and table, with two functions in turn whose system
+# call returns at the same offset with other frames, a stack after each write, no pause:
+# writes closer together than the clock's tick must still give each content its own rows.
+cp /hostile-cfi/control /tmp/uu-rewrite
+traced UNWIND_HOSTILE_REWRITE 'id == 110' uu_hostile_cfi -r 100 /tmp/uu-rewrite /hostile-cfi/control /hostile-cfi/deep
+
 # The switch: the kernel's frame-pointer stack, then back.
 section UNWIND_SWITCH
 result bad_value "$(echo bogus >/sys/module/user_unwind/parameters/unwinder 2>/dev/null && echo accepted || echo refused)"
