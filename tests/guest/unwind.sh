@@ -29,6 +29,12 @@ traced UNWIND_REWRITE 'id == 110' sh -c 'for i in 1 2 3 4 5 6; do
 	LD_LIBRARY_PATH=/tmp/uulib uu_nofp dl 5 || exit 1
 done'
 result rewrite_inode "$(stat -c %i /tmp/uulib/libuunofpdl.so)"
+# Two different library files in turn in one process, each dlopened where the other was
+# just closed; and a program that execs another whose code lies at the same addresses.
+traced UNWIND_DLSWAP 'id == 110' sh -c 'uu_nofp dlswap 40 >/tmp/dlswap.out; true'
+section UNWIND_DLSWAP_BASE
+result dlswap "$(cat /tmp/dlswap.out)"
+traced UNWIND_EXEC 'id == 110' uu_nofp_np exec 30 /usr/bin/uu_nofp_np2
 # A Debian binary: bash's own system calls, builtins only (no fork, no exec).
 traced UNWIND_BASH 'common_pid != 0' bash -c 'i=0; while [ $i -lt 30 ]; do i=$((i + 1)); echo $i >/dev/null; done'
 
