@@ -35,8 +35,10 @@
 #define HC_SIZE 0x3000
 #define HC_CODE 0x100
 #define HC_PAGE 0x1000
-/* Above the file: more than the farthest read a hostile table asks for (a million table
- * entries, 8 MiB). */
+/*
+ * Above the file: more than the farthest read a hostile table asks for (a million table
+ * entries, 8 MiB).
+ */
 #define HC_GUARD (16UL << 20)
 #define HC_MAX_IMAGES 32
 
@@ -109,8 +111,10 @@ static void *hc_flipper(void *arg)
 	return NULL;
 }
 
-/* Reads the images, maps @path shared and starts the thread that rewrites it; returns
- * the function, or NULL. */
+/*
+ * Reads the images, maps @path shared and starts the thread that rewrites it; returns
+ * the function, or NULL.
+ */
 static hc_fn hc_flip_start(const char *path, int nr, char **images)
 {
 	hc_fn fn;
@@ -134,8 +138,10 @@ static hc_fn hc_flip_start(const char *path, int nr, char **images)
 	return fn;
 }
 
-/* -r: FILE rewritten whole with A and B in turn, a call after each write (in main's frame,
- * as the chain says). */
+/*
+ * -r: FILE rewritten whole with A and B in turn, a call after each write (in main's frame,
+ * as the chain says).
+ */
 static inline __attribute__((always_inline)) int hc_rewrite(int calls, const char *path,
 							       char **images)
 {
