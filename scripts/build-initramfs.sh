@@ -39,6 +39,9 @@ for lib in libuunofp.so libuunofpdl.so libuunofpdl2.so; do
 	install -m 0755 "$PROG/$lib" "$OUT/usr/lib/$lib"
 done
 copy_with_libs "$PROG/uu_nofp" /usr/bin/uu_nofp
+copy_with_libs "$PROG/uu_nofp_np" /usr/bin/uu_nofp_np
+copy_with_libs "$PROG/uu_nofp_np2" /usr/bin/uu_nofp_np2
+copy_with_libs "$PROG/uu_hostile_cfi" /usr/bin/uu_hostile_cfi
 copy_with_libs "$PROG/uu_bench_nofp" /usr/bin/uu_bench_nofp
 install -m 0644 "$ROOT/tests/guest/unwind.sh" "$OUT/lib/uu-unwind.sh"
 for prog in uu_maps uu_exec uu_perf uu_dlone uu_ab; do

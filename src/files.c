@@ -21,6 +21,7 @@
 #include <linux/mount.h>
 #include <linux/pagemap.h>
 #include <linux/printk.h>
+#include <linux/stat.h>
 #include <linux/string.h>
 #include <user_unwind.h>
 
@@ -114,6 +115,26 @@ bool uu_files_resets_probed(void)
  * Context: task, VMA stabilised.
  * Return: the mapped file (valid while the VMA's lock is held), or NULL.
  */
+/*
+ * The change time of @inode. On a filesystem with multigrain timestamps (tmpfs, ext4, xfs,
+ * btrfs), a change within a clock tick of the last one keeps the last change time unless it
+ * was queried since: a file rewritten in place twice within a tick, with stacks taken in
+ * between, kept one identity, and the second content was unwound with the first one's rows.
+ * So the time is read the way stat() reads it (fill_mg_cmtime()), which marks it queried:
+ * the next change of a file the module has seen gets a time of its own, however soon it
+ * comes. Elsewhere the filesystem's own granularity applies.
+ */
+static struct timespec64 uu_ctime(const struct inode *inode)
+{
+	struct kstat stat = {};
+
+	if (!is_mgtime(inode))
+		return inode_get_ctime(inode);
+	/* The queried mark is the one write, as any stat() of the file makes it. */
+	fill_mg_cmtime(&stat, STATX_CTIME, (struct inode *)inode);
+	return stat.ctime;
+}
+
 struct file *uu_vma_file_id(struct vm_area_struct *vma, struct uu_file_id *id)
 {
 	struct file *file = vma->vm_file;
@@ -124,7 +145,7 @@ struct file *uu_vma_file_id(struct vm_area_struct *vma, struct uu_file_id *id)
 	    (file_user_path(file)->mnt->mnt_flags & MNT_INTERNAL))
 		return NULL;
 	inode = file_user_inode(file);
-	ctime = inode_get_ctime(inode);
+	ctime = uu_ctime(inode);
 	*id = (struct uu_file_id) {
 		.ino = inode->i_ino,
 		.ctime_sec = ctime.tv_sec,

@@ -16,6 +16,7 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from symbolize import Elf, clock_warning  # noqa: E402
 from splat import splats  # noqa: E402
+import hostile_cfi  # noqa: E402
 import hostile_elf  # noqa: E402
 import unwind  # noqa: E402
 import identity  # noqa: E402
@@ -506,10 +507,13 @@ def main():
     # One folder a kernel: make check runs the two suites at once.
     hostile = os.path.join(prog, f"hostile-{kernel}")
     hostile_elf.main(hostile)
+    hostile_tables = os.path.join(prog, f"hostile-cfi-{kernel}")
+    hostile_cfi.main(hostile_tables)
     run = subprocess.run([os.path.join(ROOT, "scripts/run-guest.sh"), "--kernel", kernel,
                           "--log", log,
                           "--add", os.path.join(ROOT, "tests/guest/e2e.sh") + ":/bin/e2e.sh",
                           "--add", hostile + ":/hostile",
+                          "--add", hostile_tables + ":/hostile-cfi",
                           "--", "/bin/e2e.sh"], capture_output=True, text=True)
     out = run.stdout
     with open(os.path.join(prog, f"e2e-output-{kernel}.txt"), "w") as f:
@@ -640,7 +644,7 @@ def main():
           v.get("cycles_done") == "6", str(v))
     check("unload leaves nothing behind",
           v.get("leftover_option") == "no" and v.get("leftover_events") == "no", str(v))
-    unwind.check(s, prog)
+    unwind.check(s, prog, hostile=hostile_tables)
     # The console, with the whole kernel log the guest prints at the end (tests/splat.py).
     with open(log, errors="replace") as f:
         found = splats(f.read())

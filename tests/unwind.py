@@ -14,6 +14,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hostile_cfi  # noqa: E402
+
 START = ["main", "__libc_start_call_main", "__libc_start_main", "_start"]
 CHAINS = {
     "UNWIND_CHAIN": ["getppid", "nf_c", "nf_b", "nf_a"] + START,
@@ -29,12 +32,17 @@ CHAINS = {
                     "_dl_runtime_resolve_fxsave"), "nf_plt"] + START,
     "UNWIND_DL": ["getppid", "nf_dl_fn", "nf_dl"] + START,
 }
+# libuunofpdl.so and libuunofpdl2.so in turn, each where the other was closed.
+CHAINS["UNWIND_DLSWAP"] = CHAINS["UNWIND_DL"]
 # What the guest's files are on the host: the test programs, and the host's own libraries
 # (build-initramfs.sh copies them).
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 LDSO = "/lib64/ld-linux-x86-64.so.2"
 GUEST_PROG = {"/usr/bin/uu_nofp": "uu_nofp", "/usr/lib/libuunofp.so": "libuunofp.so",
-              "/usr/lib/libuunofpdl.so": "libuunofpdl.so"}
+              "/usr/lib/libuunofpdl.so": "libuunofpdl.so",
+              "/usr/lib/libuunofpdl2.so": "libuunofpdl2.so",
+              "/usr/bin/uu_nofp_np": "uu_nofp_np", "/usr/bin/uu_nofp_np2": "uu_nofp_np2",
+              "/usr/bin/uu_hostile_cfi": "uu_hostile_cfi"}
 
 
 def _run(*args):
@@ -145,12 +153,13 @@ def truncations(events):
 
 
 def cookies(events, comm):
-    """The cookies of the whole stacks of `comm`, in the order of stacks()."""
+    """The cookies of the whole stacks of `comm` (of every stack: None), in the order of
+    stacks()."""
     seen = []
     for e in events:
         if e["event"] == "user_unwind_stack" and e["cookie"] not in seen:
             seen.append(e["cookie"])
-    return [c for c, (who, _) in zip(seen, stacks(events)) if who == comm]
+    return [c for c, (who, _) in zip(seen, stacks(events)) if comm is None or who == comm]
 
 
 def symbolize(frames, prog, cache):
@@ -178,11 +187,17 @@ def match(want, names):
     return any(w in names for w in (want if isinstance(want, tuple) else (want,)))
 
 
-def check_chain(check, name, events, chain, prog, cache, comm="uu_nofp", min_stacks=10):
-    got = [f for c, f in stacks(events) if c == comm]
+def check_chain(check, name, events, chain, prog, cache, comm="uu_nofp", min_stacks=10,
+                keep=None):
+    """Every stack of `comm` (a name or a tuple of them; with `keep`, those whose frames it
+    keeps) is `chain`, or the chain cut short with its user_unwind_truncated."""
+    comms = comm if isinstance(comm, tuple) else (comm,)
+    mine = [(c, f) for c, (who, f) in zip(cookies(events, None), stacks(events))
+            if who in comms and (keep is None or keep(f))]
+    got = [f for _, f in mine]
     cut = truncations(events)
     complete, wrong = 0, []
-    for cookie, frames in zip(cookies(events, comm), got):
+    for cookie, frames in mine:
         names = symbolize(frames, prog, cache)
         ok = len(names) <= len(chain) and all(match(w, n) for w, n in zip(chain, names))
         if ok and len(names) == len(chain) and cookie not in cut:
@@ -224,7 +239,49 @@ def check_bash(check, events, prog, cache):
           f"{complete} of {len(got)} complete, e.g. {wrong[:2]}")
 
 
-def check(s, prog, check_fn=None, parse_trace=None, values=None):
+def nm_address(path, name):
+    for line in _run("nm", path).splitlines():
+        f = line.split()
+        if len(f) == 3 and f[2] == name:
+            return int(f[0], 16)
+    return None
+
+
+def check_swap_and_exec(check_fn, s, parse_trace, values, prog, cache):
+    """UNWIND_DLSWAP: both libraries seen, one loaded where the other was closed (the
+    stacks themselves are checked with CHAINS). UNWIND_EXEC: the two programs load at the
+    same addresses with their functions elsewhere (ground truth from their files), and the
+    stacks before and after the exec, one process, are each exactly the chain."""
+    events = parse_trace(s.get("UNWIND_DLSWAP", []))
+    libs = {e["path"] for e in events if e["event"] == "file_cache"
+            and e.get("path", "").startswith("/usr/lib/libuunofpdl")}
+    base = values(s.get("UNWIND_DLSWAP_BASE", [])).get("dlswap", "")
+    m = re.match(r"same_base (\d+) of (\d+)", base)
+    check_fn("unwinder: UNWIND_DLSWAP: both library files were unwound, most rounds at the "
+             "address the other one had",
+             libs == {"/usr/lib/libuunofpdl.so", "/usr/lib/libuunofpdl2.so"}
+             and m and 2 * int(m.group(1)) >= int(m.group(2)), f"{libs}, {base!r}")
+    one, two = (os.path.join(prog, n) for n in ("uu_nofp_np", "uu_nofp_np2"))
+    types = {re.search(r"Type:\s+(\w+)", _run("readelf", "-h", p)).group(1) for p in (one, two)}
+    moved = [nm_address(one, f) != nm_address(two, f) for f in ("nf_a", "nf_b", "nf_c")]
+    check_fn("unwinder: UNWIND_EXEC's programs load at one fixed address, their nf_a, nf_b "
+             "and nf_c elsewhere", types == {"EXEC"} and all(moved), f"{types} {moved}")
+    status = values(s.get("UNWIND_EXEC", [])).get("status")
+    check_fn("unwinder: UNWIND_EXEC ran", status == "0", f"status {status}")
+    # The trace names a task by its comm when read, after the exec: the stacks of each
+    # program are told apart by the file of their frames.
+    events = parse_trace(s.get("UNWIND_EXEC", []))
+    pids = {e["pid"] for e in events if e["event"] == "user_unwind_stack"}
+    check_fn("unwinder: UNWIND_EXEC: one process before and after its exec", len(pids) == 1,
+             str(pids))
+    for exe in ("uu_nofp_np", "uu_nofp_np2"):
+        path = "/usr/bin/" + exe
+        check_chain(check_fn, f"exec: {exe}", events, CHAINS["UNWIND_CHAIN"], prog, cache,
+                    comm=("uu_nofp_np", "uu_nofp_np2"), min_stacks=20,
+                    keep=lambda f, path=path: path in [p for _, p in f])
+
+
+def check(s, prog, check_fn=None, parse_trace=None, values=None, hostile=None):
     # tests/e2e.py's check, parse_trace and values: it runs as __main__, or imported.
     main = sys.modules.get("e2e") or sys.modules["__main__"]
     check_fn = check_fn or main.check
@@ -250,7 +307,13 @@ def check(s, prog, check_fn=None, parse_trace=None, values=None):
     check_fn("unwinder: each content of the rewritten file has its own cookie, both builds seen",
              len({c for c, _ in versions}) >= 6 and len({b for _, b in versions}) == 2,
              f"{len(versions)} (cookie, build-id) pairs: {sorted(versions)[:8]}")
+    check_swap_and_exec(check_fn, s, parse_trace, values, prog, cache)
     check_bash(check_fn, parse_trace(s.get("UNWIND_BASH", [])), prog, cache)
+    if hostile is None:
+        # Alone on a saved output: the generator's expectations, written again.
+        hostile = os.path.join(prog, "hostile-cfi-recheck")
+        hostile_cfi.main(hostile)
+    hostile_cfi.check(check_fn, s, prog, parse_trace, values, sys.modules[__name__], hostile)
     events = parse_trace(s.get("UNWIND_LIMIT", []))
     got, cut = stacks(events), truncations(events)
     deep = [(c, f) for c, (who, f) in zip(cookies(events, "uu_nofp"), got) if who == "uu_nofp"]

@@ -29,8 +29,29 @@ traced UNWIND_REWRITE 'id == 110' sh -c 'for i in 1 2 3 4 5 6; do
 	LD_LIBRARY_PATH=/tmp/uulib uu_nofp dl 5 || exit 1
 done'
 result rewrite_inode "$(stat -c %i /tmp/uulib/libuunofpdl.so)"
+# Two different library files in turn in one process, each dlopened where the other was
+# just closed; and a program that execs another whose code lies at the same addresses.
+traced UNWIND_DLSWAP 'id == 110' sh -c 'uu_nofp dlswap 40 >/tmp/dlswap.out; true'
+section UNWIND_DLSWAP_BASE
+result dlswap "$(cat /tmp/dlswap.out)"
+traced UNWIND_EXEC 'id == 110' uu_nofp_np exec 30 /usr/bin/uu_nofp_np2
 # A Debian binary: bash's own system calls, builtins only (no fork, no exec).
 traced UNWIND_BASH 'common_pid != 0' bash -c 'i=0; while [ $i -lt 30 ]; do i=$((i + 1)); echo $i >/dev/null; done'
+
+# Hostile call-frame tables (tests/hostile_cfi.py wrote them to /hostile-cfi), a frame in
+# each; then one file rewritten with good and bad tables in turn while its stacks are taken.
+section UNWIND_HOSTILE_BEFORE
+cat $T/user_unwind_stats
+traced UNWIND_HOSTILE 'id == 110' uu_hostile_cfi 2 $(cut -d' ' -f1 /hostile-cfi/expected | sed 's|^|/hostile-cfi/|')
+cp /hostile-cfi/control /tmp/uu-flip
+traced UNWIND_HOSTILE_FLIP 'id == 110' uu_hostile_cfi -w 150 /tmp/uu-flip $(sed 's|^|/hostile-cfi/|' /hostile-cfi/flip)
+section UNWIND_HOSTILE_AFTER
+cat $T/user_unwind_stats
+# One file rewritten in place, code and table, with two functions in turn whose system
+# call returns at the same offset with other frames, a stack after each write, no pause:
+# writes closer together than the clock's tick must still give each content its own rows.
+cp /hostile-cfi/control /tmp/uu-rewrite
+traced UNWIND_HOSTILE_REWRITE 'id == 110' uu_hostile_cfi -r 100 /tmp/uu-rewrite /hostile-cfi/control /hostile-cfi/deep
 
 # The switch: the kernel's frame-pointer stack, then back.
 section UNWIND_SWITCH

@@ -13,7 +13,17 @@
  *           IFUNC resolver, run by ld.so's lazy resolver, makes the system call
  *   dl      dlopen libuunofpdl.so, call nf_dl_fn -> getppid, dlclose; N times, the
  *           address space shifted between rounds
+ *   dlswap  the same with libuunofpdl.so and libuunofpdl2.so in turn, nothing shifted: each
+ *           is mapped where the other was closed (two files, the same addresses, nf_dl_fn
+ *           elsewhere with another frame); prints how many rounds found their library at
+ *           the address of the round before
+ *   exec    chain N times, then exec PROG (the third argument) with "chain N"
+ *
+ * Built as uu_nofp, and not position-independent as uu_nofp_np and, with UU_VARIANT (every
+ * function after nf_pad moved, nf_b with a frame of its own), uu_nofp_np2: two programs
+ * whose code lies at the same addresses, for exec.
  */
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,6 +37,17 @@
 
 long nf_ifunc(void);
 
+#ifdef UU_VARIANT
+NOINLINE long nf_pad(long x)
+{
+	volatile long pad[64];
+
+	for (int i = 0; i < 64; i++)
+		pad[i] = x + i;
+	return pad[x & 63] + pad[(x + 7) & 63];
+}
+#endif
+
 NOINLINE long nf_c(void)
 {
 	return getppid() + 1;
@@ -34,7 +55,14 @@ NOINLINE long nf_c(void)
 
 NOINLINE long nf_b(void)
 {
+#ifdef UU_VARIANT
+	volatile char frame[200];
+
+	frame[0] = 1;
+	return nf_c() + frame[0] + nf_pad(frame[0]);
+#else
 	return nf_c() + 1;
+#endif
 }
 
 NOINLINE long nf_a(void)
@@ -88,10 +116,14 @@ NOINLINE long nf_plt(void)
 	return nf_ifunc() + 1;
 }
 
-NOINLINE long nf_dl(void)
+/* The address libuunofpdl.so or libuunofpdl2.so was loaded at, last time. */
+static void *nf_dl_base;
+
+NOINLINE long nf_dl(const char *name)
 {
-	void *h = dlopen("libuunofpdl.so", RTLD_NOW | RTLD_LOCAL);
+	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
 	long (*fn)(void);
+	Dl_info info;
 	long ret;
 
 	if (!h) {
@@ -99,8 +131,9 @@ NOINLINE long nf_dl(void)
 		exit(1);
 	}
 	fn = (long (*)(void))dlsym(h, "nf_dl_fn");
-	if (!fn)
+	if (!fn || !dladdr(fn, &info))
 		exit(1);
+	nf_dl_base = info.dli_fbase;
 	ret = fn() + 1;
 	dlclose(h);
 	return ret;
@@ -140,10 +173,28 @@ int main(int argc, char **argv)
 			void *pad = mmap(NULL, (i % 4 + 1) << 16, PROT_NONE,
 					 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-			sum += nf_dl();
+			sum += nf_dl("libuunofpdl.so");
 			if (i % 2)
 				munmap(pad, (i % 4 + 1) << 16);
 		}
+	} else if (!strcmp(mode, "dlswap")) {
+		long same = 0;
+
+		for (long i = 0; i < n; i++) {
+			void *before = nf_dl_base;
+
+			sum += nf_dl(i % 2 ? "libuunofpdl2.so" : "libuunofpdl.so");
+			same += nf_dl_base == before;
+		}
+		printf("same_base %ld of %ld\n", same, n - 1);
+	} else if (!strcmp(mode, "exec") && argc > 3) {
+		char *args[] = { argv[3], "chain", argv[2], NULL };
+
+		for (long i = 0; i < n; i++)
+			sum += nf_a();
+		execv(argv[3], args);
+		perror("execv");
+		return 1;
 	} else {
 		fprintf(stderr, "unknown mode %s\n", mode);
 		return 2;
