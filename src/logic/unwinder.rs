@@ -616,7 +616,11 @@ impl<T: Task> Unwind<'_, T> {
     /// The frame-pointer rule, where no table covers a frame.
     fn fp(&mut self, regs: &mut Regs, exact: &mut bool) -> Result<Next, CfiError> {
         self.counts.fp += 1;
-        Ok(take(step_fp(self.task, &mut self.budget, regs)?, regs, exact))
+        Ok(take(
+            step_fp(self.task, &mut self.budget, regs)?,
+            regs,
+            exact,
+        ))
     }
 
     /// One frame: its row (cached, else from its object's table), or the frame-pointer
