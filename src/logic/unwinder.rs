@@ -175,6 +175,27 @@ impl<const W: usize> Slot<W> {
         (self.seq.load(Ordering::Relaxed) == s1).then_some(out)
     }
 
+    /// The words after the first two, if those are `k0` and `k1` and the slot was not
+    /// written while read: a probe that misses reads two words, not all of them.
+    #[inline(always)]
+    fn read_if<const R: usize>(&self, k0: u64, k1: u64) -> Option<[u64; R]> {
+        let s1 = self.seq.load(Ordering::Acquire);
+        let (Some(w0), Some(w1), Some(rest)) =
+            (self.words.first(), self.words.get(1), self.words.get(2..))
+        else {
+            return None;
+        };
+        if s1 & 1 != 0 || w0.load(Ordering::Relaxed) != k0 || w1.load(Ordering::Relaxed) != k1 {
+            return None;
+        }
+        let mut out = [0u64; R];
+        for (o, w) in out.iter_mut().zip(rest.iter()) {
+            *o = w.load(Ordering::Relaxed);
+        }
+        fence(Ordering::Acquire);
+        (self.seq.load(Ordering::Relaxed) == s1).then_some(out)
+    }
+
     /// Writes the words, unless another writer is at it.
     fn write(&self, words: [u64; W]) {
         let s = self.seq.load(Ordering::Relaxed);
@@ -469,15 +490,14 @@ impl RowCache {
 
     #[inline(always)]
     fn get_packed(&self, key: u64, offset: u64) -> Option<Packed> {
-        let bucket = self.bucket(key, offset);
-        for slot in bucket {
-            if let Some([k, o, a, b, c]) = slot.read() {
-                if k == key && o == offset && key != 0 {
-                    return Some(Packed { a, b, c });
-                }
-            }
+        if key == 0 {
+            return None;
         }
-        None
+        let bucket = self.bucket(key, offset);
+        bucket
+            .iter()
+            .find_map(|slot| slot.read_if::<3>(key, offset))
+            .map(|[a, b, c]| Packed { a, b, c })
     }
 
     /// Caches `row` for `offset` in the file `key`, if it has no expression.
