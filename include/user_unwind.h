@@ -8,6 +8,7 @@
 #ifndef _USER_UNWIND_H
 #define _USER_UNWIND_H
 
+#include <linux/time64.h>
 #include <linux/types.h>
 
 /* src/wrapper/symbols.c: the unexported kernel API, resolved at load. Task context. */
@@ -56,6 +57,8 @@ int uu_files_init(void);		/* task context; probes buffer resets */
 void uu_files_exit(void);
 bool uu_files_resets_probed(void);	/* are buffer resets seen? */
 struct file *uu_vma_file_id(struct vm_area_struct *vma, struct uu_file_id *id);
+struct inode;
+struct timespec64 uu_ctime(const struct inode *inode);
 const char *uu_file_path(struct file *file, char *buf, int len);
 long uu_file_read(struct file *file, u64 offset, u8 *buf, size_t len);
 int uu_vma_name(struct vm_area_struct *vma, char *buf, int len, bool *special);

@@ -21,7 +21,6 @@
 #include <linux/mount.h>
 #include <linux/pagemap.h>
 #include <linux/printk.h>
-#include <linux/stat.h>
 #include <linux/string.h>
 #include <user_unwind.h>
 
@@ -92,6 +91,33 @@ bool uu_files_resets_probed(void)
 	return uu_reset_probed;
 }
 
+/*
+ * The change time of @inode, as the identity has it. On a filesystem with multigrain
+ * timestamps (tmpfs, ext4, xfs, btrfs), a change within a clock tick of the last one keeps
+ * the last change time unless it was queried since: a file rewritten in place twice within
+ * a tick, with stacks taken in between, kept one identity, and the second content was
+ * unwound with the first one's rows. So the time is read as stat() reads it
+ * (fill_mg_cmtime() in fs/stat.c, whose ctime half this is, without its 200-byte kstat and
+ * the mtime): the first read after a change marks it queried, and the next change of a
+ * file the module has seen gets a time of its own, however soon it comes. Elsewhere the
+ * filesystem's own granularity applies.
+ */
+struct timespec64 uu_ctime(const struct inode *inode)
+{
+	/* The queried mark is the one write, as any stat() of the file makes it. */
+	atomic_t *pcn = (atomic_t *)&((struct inode *)inode)->i_ctime_nsec;
+	struct timespec64 ctime;
+
+	if (!is_mgtime(inode))
+		return inode_get_ctime(inode);
+	ctime.tv_sec = inode_get_ctime_sec(inode);
+	ctime.tv_nsec = (u32)atomic_read(pcn);
+	if (!(ctime.tv_nsec & I_CTIME_QUERIED))
+		ctime.tv_nsec = (u32)atomic_fetch_or(I_CTIME_QUERIED, pcn);
+	ctime.tv_nsec &= ~I_CTIME_QUERIED;
+	return ctime;
+}
+
 /**
  * uu_vma_file_id - the identity of the file a VMA maps
  * @vma: a VMA whose lock (or mmap_lock) the caller holds
@@ -115,26 +141,6 @@ bool uu_files_resets_probed(void)
  * Context: task, VMA stabilised.
  * Return: the mapped file (valid while the VMA's lock is held), or NULL.
  */
-/*
- * The change time of @inode. On a filesystem with multigrain timestamps (tmpfs, ext4, xfs,
- * btrfs), a change within a clock tick of the last one keeps the last change time unless it
- * was queried since: a file rewritten in place twice within a tick, with stacks taken in
- * between, kept one identity, and the second content was unwound with the first one's rows.
- * So the time is read the way stat() reads it (fill_mg_cmtime()), which marks it queried:
- * the next change of a file the module has seen gets a time of its own, however soon it
- * comes. Elsewhere the filesystem's own granularity applies.
- */
-static struct timespec64 uu_ctime(const struct inode *inode)
-{
-	struct kstat stat = {};
-
-	if (!is_mgtime(inode))
-		return inode_get_ctime(inode);
-	/* The queried mark is the one write, as any stat() of the file makes it. */
-	fill_mg_cmtime(&stat, STATX_CTIME, (struct inode *)inode);
-	return stat.ctime;
-}
-
 struct file *uu_vma_file_id(struct vm_area_struct *vma, struct uu_file_id *id)
 {
 	struct file *file = vma->vm_file;
