@@ -571,6 +571,10 @@ struct Unwind<'a, T: Task> {
     /// The last cached row used, with its key and file offset: a recursion finds it again
     /// without probing the cache.
     last_row: (u64, u64, Packed),
+    /// The address `last_row` was found for (`u64::MAX`, never an address looked up:
+    /// none): a recursion returns to the same address frame after frame, and finds its
+    /// row without looking at its mapping.
+    last_pc: u64,
     next: usize,
     counts: Counts,
 }
@@ -649,6 +653,10 @@ impl<T: Task> Unwind<'_, T> {
     #[inline(always)]
     fn step(&mut self, regs: &mut Regs, exact: &mut bool) -> Result<Next, CfiError> {
         let pc = if *exact { regs.ip } else { regs.ip - 1 };
+        if pc == self.last_pc {
+            self.counts.cfi = self.counts.cfi.wrapping_add(1);
+            return apply_packed(self.task, &mut self.budget, self.last_row.2, regs, exact);
+        }
         let Some(seen) = self.seen(pc) else {
             return self.fp(regs, exact);
         };
@@ -658,11 +666,13 @@ impl<T: Task> Unwind<'_, T> {
         let offset = (pc - seen.start).wrapping_add(seen.offset);
         let (key, off, p) = self.last_row;
         if key == seen.key && off == offset {
+            self.last_pc = pc;
             self.counts.cfi = self.counts.cfi.wrapping_add(1);
             return apply_packed(self.task, &mut self.budget, p, regs, exact);
         }
         if let Some(p) = self.caches.rows.get_packed(seen.key, offset) {
             self.last_row = (seen.key, offset, p);
+            self.last_pc = pc;
             self.counts.cfi = self.counts.cfi.wrapping_add(1);
             return apply_packed(self.task, &mut self.budget, p, regs, exact);
         }
@@ -707,6 +717,7 @@ pub fn unwind<T: Task>(
         last: Seen::default(),
         memo: [Seen::default(); MEMO],
         last_row: (0, 0, Packed { a: 0, b: 0, c: 0 }),
+        last_pc: u64::MAX,
         next: 0,
         counts: Counts::default(),
     };
