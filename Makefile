@@ -22,7 +22,8 @@ module:
 host-test:
 	cd host && cargo test
 
-# The cost of a stack on the production-config test kernel, arms A-D at depths 8, 32 and
+# The cost of a stack on the production-config test kernel, arms A-E, the first-sight
+# arms and perf's (built from the kernel source: scripts/build-perf.sh) at depths 8, 32 and
 # 128 (scripts/bench.sh, Documentation/performance.rst). BENCH_ARGS="ITERATIONS ROUNDS DEPTH..." overrides.
 bench:
 	@scripts/bench.sh $(BENCH_ARGS)

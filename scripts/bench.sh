@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # make bench: the cost of deferred user stacks on the production-config test kernel (the
 # base fragment without the debug checkers; built and cached like the debug one), in one
-# guest boot. Arms A-E at each depth (tests/guest/bench.sh says what they are), interleaved;
-# one line per depth with the medians of the per-round ratios and their spread, the ring
-# buffer's bytes per frame from its own counters.
+# guest boot. Arms A-E, the first-sight arms Ac and Ec, and perf's arms P0-P2 at each depth
+# (tests/guest/bench.sh says what they are), interleaved; one line per depth with the
+# medians of the per-round ratios and their spread, the ring buffer's bytes per frame from
+# its own counters, perf's from its perf.data. perf is built from the kernel's own source
+# (scripts/build-perf.sh) and goes into this guest only.
 # The guest runs under TCG: absolute times are emulated, ratios measured in one run are what
 # to read. Then the same again, fewer rounds, with QEMU's instruction counter as the guest's
 # clock (run-guest.sh --icount): "ns" there count instructions, and the ratios are those of
@@ -20,16 +22,30 @@ shift $(($# < 2 ? $# : 2))
 depths=${*:-8 32 128}
 "$ROOT/scripts/setup.sh"
 KDIR=prod "$ROOT/scripts/build-module.sh"
+perf=$("$ROOT/scripts/build-perf.sh")
+build_test_programs
+make -s -C "$ROOT/tests/prog" OUT="$PROG" "$PROG/uu_bench_cold" || die "building uu_bench_cold failed"
+# perf and the libraries it links (those trace-cmd brought are already there), and the
+# first-sight workload: in this guest only.
+adds=(--add "$perf:/usr/bin/perf" --add "$PROG/uu_bench_cold:/usr/bin/uu_bench_cold")
+for lib in $(ldd "$perf" | grep -oE '/[^ ]+'); do
+	adds+=(--add "$(readlink -f "$lib"):$lib")
+done
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+# Ten arms, perf's reports: longer than a test guest's default limit.
+export UU_GUEST_TIMEOUT=${UU_GUEST_TIMEOUT:-7200}
 guest() {
-	"$ROOT/scripts/run-guest.sh" --kernel prod --smp 1 "$@" \
-		--add "$ROOT/tests/guest/bench.sh:/bin/bench.sh" -- "/bin/bench.sh $n $rounds $depths" >"$out"
+	"$ROOT/scripts/run-guest.sh" --kernel prod --smp 1 "$@" "${adds[@]}" \
+		--add "$ROOT/tests/guest/bench.sh:/bin/bench.sh" -- "/bin/bench.sh $n $rounds $depths" \
+		>"$out" || { cat "$out" >&2; die "the bench guest failed (its output above)"; }
 }
+say "bench: $n calls an arm, $rounds rounds, depths $depths, emulated time"
 guest
 echo "time (TCG, emulated ns):"
 python3 "$ROOT/tests/bench_report.py" "$n" "$rounds" <"$out"
 rounds=$((rounds / 3 > 2 ? rounds / 3 : 2))
+say "bench: $rounds rounds, instructions counted"
 guest --icount
 echo "instructions (QEMU -icount, ns = instructions):"
-python3 "$ROOT/tests/bench_report.py" "$n" "$rounds" <"$out"
+python3 "$ROOT/tests/bench_report.py" --icount "$n" "$rounds" <"$out"
