@@ -87,6 +87,14 @@ struct uu_region {
 	u32 pad;
 };
 
+/*
+ * src/vma_memo.c: the file mappings of the last stacks, per CPU. Task context, the
+ * deferred-unwind callback.
+ */
+int uu_vma_memo_find(u64 addr, struct uu_region *r);
+void uu_vma_memo_note(struct vm_area_struct *vma, const struct uu_file_id *id);
+void uu_vma_memo_exit(void);	/* module exit, after the last callback */
+
 bool uu_unwind_regs(struct uu_regs *regs);	/* false: use the kernel's stack */
 u64 uu_unwind_user_end(void);
 int uu_unwind_read(void *dst, u64 addr, size_t len);

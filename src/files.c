@@ -80,6 +80,7 @@ int uu_files_init(void)
 
 void uu_files_exit(void)
 {
+	uu_vma_memo_exit();
 	if (uu_reset_probed)
 		unregister_kretprobes(uu_reset_probe_ptrs, ARRAY_SIZE(uu_reset_probes));
 	uu_reset_probed = false;

@@ -93,6 +93,8 @@ impl TaskSpace<'_, '_> {
         // fields `uu_vma_file_id()` reads do not change; `id` is valid for a write.
         let (pgoff, file) = unsafe { ((*ptr).vm_pgoff, ffi::uu_vma_file_id(ptr.cast(), &mut id)) };
         let backing = if !file.is_null() {
+            // SAFETY: As above: the VMA is locked, and maps a file whose identity is `id`.
+            unsafe { ffi::uu_vma_memo_note(ptr.cast(), &id) };
             let cookie = COOKIES.cookie(&id, &self.keys.file);
             if let Some(held) = self.held.as_mut() {
                 // SAFETY: The VMA holds a reference on its file, and its lock is held.
@@ -158,6 +160,23 @@ impl AddressSpace for TaskSpace<'_, '_> {
         let page = addr >> PAGE_SHIFT;
         if *self.last_miss == Some(page) {
             return None;
+        }
+        // The last stacks' file mappings, as long as the address space did not change.
+        let mut r = ffi::UuRegion::default();
+        // SAFETY: `r` is valid for a write; task context of `current`, whose mm `self.mm`
+        // is.
+        if unsafe { ffi::uu_vma_memo_find(addr, &mut r) } == 0 {
+            let cookie = COOKIES.cookie(&r.id, &self.keys.file);
+            if self.held.as_ref().is_none_or(|held| held.knows(cookie)) {
+                return Some(Vma {
+                    map: Mapping {
+                        start: r.start,
+                        end: r.end,
+                        pgoff: r.pgoff,
+                    },
+                    backing: Backing::File(cookie),
+                });
+            }
         }
         let addr = usize::try_from(addr).ok()?;
         if let Some(vma) = self.mm.lock_vma_under_rcu(addr) {

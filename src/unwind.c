@@ -170,6 +170,9 @@ static void uu_fill_region(struct vm_area_struct *vma, struct uu_region *r)
  * @addr: a user address
  * @r: filled with its range, page offset, kind and, for a file, its identity
  *
+ * From this CPU's memo of the last stacks' file mappings (src/vma_memo.c) if it knows
+ * @addr, else looked up (and a file mapping noted there).
+ *
  * Context: task; takes the VMA's lock, or tries mmap_lock.
  * Return: 0, -ENOENT when no mapping holds @addr, -EBUSY when mmap_lock was taken.
  */
@@ -180,9 +183,13 @@ int uu_unwind_region(u64 addr, struct uu_region *r)
 
 	if (!mm)
 		return -ENOENT;
+	if (!uu_vma_memo_find(addr, r))
+		return 0;
 	vma = lock_vma_under_rcu(mm, addr);
 	if (vma) {
 		uu_fill_region(vma, r);
+		if (r->kind == UU_REGION_FILE)
+			uu_vma_memo_note(vma, &r->id);
 		vma_end_read(vma);
 		return 0;
 	}

@@ -139,6 +139,8 @@ mod ffi {
         pub(crate) fn uu_unwind_read(dst: *mut c_void, addr: u64, len: usize) -> c_int;
         pub(crate) fn uu_unwind_region(addr: u64, r: *mut UuRegion) -> c_int;
         pub(crate) fn uu_unwind_elf_base(addr: u64) -> u64;
+        pub(crate) fn uu_vma_memo_find(addr: u64, r: *mut UuRegion) -> c_int;
+        pub(crate) fn uu_vma_memo_note(vma: *mut c_void, id: *const crate::logic::frames::FileId);
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
         pub(crate) fn uu_kernel_siphash(data: *const u8, len: usize, key: *const u64) -> u64;
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.

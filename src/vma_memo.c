@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The file mappings of the last stacks, per CPU, so that the next stack of the same
+ * address space finds its VMAs without walking the maple tree and taking their locks: a
+ * task traced over and over makes the same few lookups (its program, libc, ld.so) on
+ * every stack.
+ *
+ * A memo holds an mm (mmgrab()ed, so no other mm can have its address while it is kept),
+ * the mm's mmap_lock sequence count at the time its entries were noted, and up to
+ * UU_MEMO_VMAS file mappings: range, page offset, identity and the user inode. Every
+ * change of a VMA's range, offset or file write-locks the VMA, which needs mmap_lock for
+ * writing, which moves the sequence count (include/linux/mmap_lock.h; uprobes' speculative
+ * lookup relies on the same). So while the count is what it was, every entry still is
+ * exactly what the VMA says, and its inode is alive. An entry is noted while its VMA is
+ * locked (it cannot change) and only when the count is even (no writer); a memo whose count
+ * moved is emptied by the next note. A lookup checks the count before and after reading an
+ * entry, under RCU: an inode freed by a munmap racing the lookup is freed only after a grace
+ * period (VFS inodes are RCU-freed), and the count check then rejects what was read.
+ *
+ * The change time is not in the VMA: a file rewritten in place keeps its mappings. A lookup
+ * reads it afresh from the inode, so the identity is the file's as of now, as a lookup under
+ * the VMA's lock would give it.
+ *
+ * Context: task, the deferred-unwind callback (preemption is disabled while a memo is
+ * read or written). The memos are dropped by uu_vma_memo_exit() after the last callback.
+ * Kernels without per-VMA locks have no sequence count to check: nothing is memoized.
+ */
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/mmap_lock.h>
+#include <linux/percpu.h>
+#include <linux/rcupdate.h>
+#include <linux/sched/mm.h>
+#include <linux/string.h>
+#include <user_unwind.h>
+
+/* File mappings a memo keeps: a program, its libraries and ld.so. */
+#define UU_MEMO_VMAS 8
+
+struct uu_memo_vma {
+	u64 start;
+	u64 end;
+	u64 pgoff;
+	const struct inode *inode;	/* file_user_inode() of the VMA's file */
+	struct uu_file_id id;
+};
+
+struct uu_memo {
+	struct mm_struct *mm;		/* mmgrab()ed, or NULL */
+	unsigned int seq;		/* mm->mm_lock_seq when the entries were noted */
+	unsigned int next;		/* the entry the next note replaces */
+	struct uu_memo_vma vma[UU_MEMO_VMAS];
+};
+
+static DEFINE_PER_CPU(struct uu_memo, uu_memos);
+
+/**
+ * uu_vma_memo_find - the file mapping of current that holds @addr, from this CPU's memo
+ * @addr: a user address
+ * @r: filled with the mapping's range, page offset and identity (kind UU_REGION_FILE)
+ *
+ * Context: task, current's deferred-unwind callback.
+ * Return: 0, or -ENOENT when the memo does not know @addr as it is now.
+ */
+int uu_vma_memo_find(u64 addr, struct uu_region *r)
+{
+	struct mm_struct *mm = current->mm;
+	const struct uu_memo_vma *v;
+	struct timespec64 ctime;
+	struct uu_memo *m;
+	unsigned int seq;
+	int ret = -ENOENT;
+	int i;
+
+	if (!mm)
+		return -ENOENT;
+	guard(rcu)();
+	m = get_cpu_ptr(&uu_memos);
+	if (m->mm != mm || !mmap_lock_speculate_try_begin(mm, &seq) || seq != m->seq)
+		goto out;
+	for (i = 0; i < UU_MEMO_VMAS; i++) {
+		v = &m->vma[i];
+		if (addr < v->start || addr >= v->end)
+			continue;
+		ctime = uu_ctime(v->inode);
+		*r = (struct uu_region) {
+			.start = v->start,
+			.end = v->end,
+			.pgoff = v->pgoff,
+			.id = v->id,
+			.kind = UU_REGION_FILE,
+		};
+		r->id.ctime_sec = ctime.tv_sec;
+		r->id.ctime_nsec = ctime.tv_nsec;
+		if (!mmap_lock_speculate_retry(mm, seq))
+			ret = 0;
+		break;
+	}
+out:
+	put_cpu_ptr(&uu_memos);
+	return ret;
+}
+
+/**
+ * uu_vma_memo_note - remember a file mapping for the next lookups in its address space
+ * @vma: a VMA of current's mm mapping a file with an identity, locked by the caller (its
+ *       lock or mmap_lock)
+ * @id: its identity, as uu_vma_file_id() gave it
+ *
+ * Context: task, current's deferred-unwind callback.
+ */
+void uu_vma_memo_note(struct vm_area_struct *vma, const struct uu_file_id *id)
+{
+	struct mm_struct *mm = vma->vm_mm, *drop = NULL;
+	struct uu_memo_vma *v;
+	struct uu_memo *m;
+	unsigned int seq;
+	int i;
+
+	/* Odd: a writer holds mmap_lock (not for this VMA, which is locked). */
+	if (!mmap_lock_speculate_try_begin(mm, &seq))
+		return;
+	m = get_cpu_ptr(&uu_memos);
+	if (m->mm != mm || m->seq != seq) {
+		if (m->mm != mm) {
+			mmgrab(mm);
+			drop = m->mm;
+			m->mm = mm;
+		}
+		memset(m->vma, 0, sizeof(m->vma));
+		m->seq = seq;
+		m->next = 0;
+	}
+	for (i = 0; i < UU_MEMO_VMAS; i++)
+		if (m->vma[i].start == vma->vm_start && m->vma[i].end == vma->vm_end)
+			goto out;
+	v = &m->vma[m->next];
+	m->next = (m->next + 1) % UU_MEMO_VMAS;
+	*v = (struct uu_memo_vma) {
+		.start = vma->vm_start,
+		.end = vma->vm_end,
+		.pgoff = vma->vm_pgoff,
+		.inode = file_user_inode(vma->vm_file),
+		.id = *id,
+	};
+out:
+	put_cpu_ptr(&uu_memos);
+	if (drop)
+		mmdrop(drop);
+}
+
+/* Drops every memo's mm. Context: task, module exit, after the last callback. */
+void uu_vma_memo_exit(void)
+{
+	struct uu_memo *m;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		m = per_cpu_ptr(&uu_memos, cpu);
+		if (m->mm)
+			mmdrop(m->mm);
+		memset(m, 0, sizeof(*m));
+	}
+}
