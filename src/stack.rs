@@ -163,8 +163,8 @@ impl AddressSpace for TaskSpace<'_, '_> {
         }
         // The last stacks' file mappings, as long as the address space did not change.
         let mut r = ffi::UuRegion::default();
-        // SAFETY: `r` is valid for a write; task context of `current`, whose mm `self.mm`
-        // is.
+        // SAFETY: `r` is valid for a write; task context of `current`, whose mm is
+        // `self.mm`, the one the memo checks its entries against.
         if unsafe { ffi::uu_vma_memo_find(addr, &mut r) } == 0 {
             let cookie = COOKIES.cookie(&r.id, &self.keys.file);
             if self.held.as_ref().is_none_or(|held| held.knows(cookie)) {
