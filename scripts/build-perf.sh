@@ -33,17 +33,7 @@ if [ -x "$OUT/perf" ] && [ "$(cat "$OUT/.done" 2>/dev/null)" = "$key" ]; then
 	exit 0
 fi
 
-missing=()
-for p in "${PACKAGES[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-	say "installing Debian packages for perf: ${missing[*]}"
-	[ "$(id -u)" = 0 ] || die "need root to install ${missing[*]} (or install them yourself)"
-	apt-get update -qq || die "apt-get update failed"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-		>/dev/null || die "apt-get install ${missing[*]} failed"
-fi
+install_packages " for perf" "${PACKAGES[@]}"
 
 rm -f "$OUT/.done"
 mkdir -p "$OUT"

@@ -28,6 +28,22 @@ DEBIAN_TOOLS_SUITE=trixie
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# Installs the Debian packages among "$@" that are missing, saying they are for $1 (the
+# first argument, then the packages). Idempotent: nothing runs when all are there.
+install_packages() {
+	local what=$1 missing=() p
+	shift
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+	done
+	((${#missing[@]})) || return 0
+	say "installing Debian packages$what: ${missing[*]}"
+	[ "$(id -u)" = 0 ] || die "need root to install ${missing[*]} (or install them yourself)"
+	apt-get update -qq || die "apt-get update failed"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+		>/dev/null || die "apt-get install ${missing[*]} failed"
+}
+
 # The rustc version string ("1.95.0"), which picks the matching rust-src.
 rustc_version() { rustc --version | awk '{print $2}'; }
 

@@ -19,17 +19,7 @@ rv=$(rustc_version)
 	die "rustc $rv is too old: the kernel needs 1.85 or newer (rustup update)"
 command -v apt-get >/dev/null || die "apt-get not found: this bench needs a Debian 12 machine"
 
-missing=()
-for p in "${PACKAGES[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-	say "installing Debian packages: ${missing[*]}"
-	[ "$(id -u)" = 0 ] || die "need root to install ${missing[*]} (or install them yourself)"
-	apt-get update -qq || die "apt-get update failed"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-		>/dev/null || die "apt-get install ${missing[*]} failed"
-fi
+install_packages "" "${PACKAGES[@]}"
 
 RV=$(rustc_version)
 RUST_SRC_DIR="$CACHE/rust-src-$RV"
