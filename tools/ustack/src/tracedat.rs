@@ -165,6 +165,32 @@ pub fn unzstd(data: &[u8], size: usize, at: u64) -> Result<Vec<u8>> {
 }
 
 impl TraceDat {
+    /// A file of `version`, byte order and page size, with nothing read yet: the header
+    /// page layout trace-cmd writes, no options, no formats, no CPUs.
+    fn empty(version: u32, endian: Endian, page_size: usize, instance: Option<&str>) -> Self {
+        TraceDat {
+            version,
+            endian,
+            page_size,
+            compression: None,
+            clock: None,
+            ts_offset: 0,
+            header: PageHeader {
+                commit_offset: 8,
+                commit_size: 8,
+                data_offset: 16,
+            },
+            formats: HashMap::new(),
+            format_texts: Vec::new(),
+            comms: HashMap::new(),
+            cpus: Vec::new(),
+            lost: 0,
+            damage: Vec::new(),
+            instances: Vec::new(),
+            instance: instance.map(str::to_string),
+        }
+    }
+
     /// Read a whole trace.dat. Damage in the metadata is an error; damage in one CPU's
     /// event data keeps that CPU's events up to it and is listed in `damage`.
     pub fn parse(bytes: &[u8]) -> Result<TraceDat> {
@@ -194,27 +220,7 @@ impl TraceDat {
         if !(64..=(1 << 24)).contains(&page_size) {
             return Err(Error::at(format!("page size {page_size}"), c.offset() - 4));
         }
-        let mut t = TraceDat {
-            version,
-            endian: c.endian,
-            page_size,
-            compression: None,
-            clock: None,
-            ts_offset: 0,
-            header: PageHeader {
-                commit_offset: 8,
-                commit_size: 8,
-                data_offset: 16,
-            },
-            formats: HashMap::new(),
-            format_texts: Vec::new(),
-            comms: HashMap::new(),
-            cpus: Vec::new(),
-            lost: 0,
-            damage: Vec::new(),
-            instances: Vec::new(),
-            instance: instance.map(str::to_string),
-        };
+        let mut t = TraceDat::empty(version, c.endian, page_size, instance);
         match version {
             6 => t.parse_v6(bytes, c)?,
             7 => t.parse_v7(bytes, c)?,
@@ -751,27 +757,7 @@ mod tests {
         assert_eq!(parse_c_int("0"), Some(0));
         assert_eq!(parse_c_int("0xzz"), None);
         assert_eq!(parse_c_int(""), None);
-        let mut t = TraceDat {
-            version: 7,
-            endian: Endian::Little,
-            page_size: 4096,
-            compression: None,
-            clock: None,
-            ts_offset: 0,
-            header: PageHeader {
-                commit_offset: 8,
-                commit_size: 8,
-                data_offset: 16,
-            },
-            formats: HashMap::new(),
-            format_texts: Vec::new(),
-            comms: HashMap::new(),
-            cpus: Vec::new(),
-            lost: 0,
-            damage: Vec::new(),
-            instances: Vec::new(),
-            instance: None,
-        };
+        let mut t = TraceDat::empty(7, Endian::Little, 4096, None);
         t.add_offset(OPT_DATE, b"0x10\0");
         t.add_offset(OPT_OFFSET, b"-5\0");
         t.add_offset(OPT_DATE, b"garbage\0");

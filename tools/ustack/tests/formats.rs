@@ -307,7 +307,10 @@ fn stackcollapse_perf_reads_named_frames() {
 }
 
 /// A protobuf message's fields: (number, varint or bytes).
-fn pb(mut b: &[u8]) -> Vec<(u64, Result<u64, Vec<u8>>)> {
+type Fields = Vec<(u64, Result<u64, Vec<u8>>)>;
+
+/// The fields of the protobuf message `b`.
+fn pb(mut b: &[u8]) -> Fields {
     fn varint(b: &mut &[u8]) -> u64 {
         let mut v = 0;
         let mut shift = 0;
@@ -344,9 +347,9 @@ fn get(m: &[(u64, Result<u64, Vec<u8>>)], k: u64) -> u64 {
         .unwrap_or(0)
 }
 
-#[test]
-fn pprof_labels_and_has_functions() {
-    let t = fixture("v7-zstd.dat");
+/// `ustack --pprof` of the trace `t`, nothing symbolized: the profile's fields, decoded,
+/// and its string table.
+fn pprof_of(t: &std::path::Path) -> (Fields, Vec<String>) {
     let gz = ustack(&[
         "-q",
         "--sysroot",
@@ -358,11 +361,18 @@ fn pprof_labels_and_has_functions() {
     let mut raw = Vec::new();
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
     let f = pb(&raw);
-    let strings: Vec<String> = f
+    let strings = f
         .iter()
         .filter(|(n, _)| *n == 6)
         .map(|(_, v)| String::from_utf8(v.clone().unwrap_err()).unwrap())
         .collect();
+    (f, strings)
+}
+
+#[test]
+fn pprof_labels_and_has_functions() {
+    let t = fixture("v7-zstd.dat");
+    let (f, strings) = pprof_of(&t);
     // Nothing named: no mapping says has_functions, no location has a line, so pprof
     // may symbolize them all.
     for (_, m) in f.iter().filter(|(n, _)| *n == 3) {
@@ -457,22 +467,7 @@ fn pprof_times(name: &str) -> u64 {
         truth.entry(task).or_default().push(us);
     }
     let t = fixture(&format!("{name}.dat"));
-    let gz = ustack(&[
-        "-q",
-        "--sysroot",
-        "/nonexistent",
-        "--pprof",
-        "-",
-        t.to_str().unwrap(),
-    ]);
-    let mut raw = Vec::new();
-    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
-    let f = pb(&raw);
-    let strings: Vec<String> = f
-        .iter()
-        .filter(|(n, _)| *n == 6)
-        .map(|(_, v)| String::from_utf8(v.clone().unwrap_err()).unwrap())
-        .collect();
+    let (f, strings) = pprof_of(&t);
     let time_nanos = get(&f, 9);
     let duration = get(&f, 10);
     assert_eq!(strings[get(&f, 15) as usize], "nanoseconds", "tick_unit");
