@@ -143,18 +143,25 @@ impl TaskSpace<'_, '_> {
     }
 }
 
+impl TaskSpace<'_, '_> {
+    /// A file mapping already known (from the unwinder or the memo), unless its file's
+    /// `file_cache` is due: then the VMA's lock is needed to hold the file.
+    fn known_file(&self, start: u64, end: u64, pgoff: u64, cookie: u64) -> Option<Vma> {
+        self.held
+            .as_ref()
+            .is_none_or(|held| held.knows(cookie))
+            .then_some(Vma {
+                map: Mapping { start, end, pgoff },
+                backing: Backing::File(cookie),
+            })
+    }
+}
+
 impl AddressSpace for TaskSpace<'_, '_> {
     fn lookup(&mut self, addr: u64) -> Option<Vma> {
         if let Some(k) = self.known.iter().find(|k| k.start <= addr && addr < k.end) {
-            if self.held.as_ref().is_none_or(|held| held.knows(k.cookie)) {
-                return Some(Vma {
-                    map: Mapping {
-                        start: k.start,
-                        end: k.end,
-                        pgoff: k.pgoff,
-                    },
-                    backing: Backing::File(k.cookie),
-                });
+            if let Some(vma) = self.known_file(k.start, k.end, k.pgoff, k.cookie) {
+                return Some(vma);
             }
         }
         let page = addr >> PAGE_SHIFT;
@@ -167,15 +174,8 @@ impl AddressSpace for TaskSpace<'_, '_> {
         // `self.mm`, the one the memo checks its entries against.
         if unsafe { ffi::uu_vma_memo_find(addr, &mut r) } == 0 {
             let cookie = COOKIES.cookie(&r.id, &self.keys.file);
-            if self.held.as_ref().is_none_or(|held| held.knows(cookie)) {
-                return Some(Vma {
-                    map: Mapping {
-                        start: r.start,
-                        end: r.end,
-                        pgoff: r.pgoff,
-                    },
-                    backing: Backing::File(cookie),
-                });
+            if let Some(vma) = self.known_file(r.start, r.end, r.pgoff, cookie) {
+                return Some(vma);
             }
         }
         let addr = usize::try_from(addr).ok()?;
