@@ -20,6 +20,7 @@ import hostile_cfi  # noqa: E402
 import hostile_elf  # noqa: E402
 import unwind  # noqa: E402
 import identity  # noqa: E402
+import review  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINE = re.compile(r"^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
@@ -645,6 +646,7 @@ def main():
     check("unload leaves nothing behind",
           v.get("leftover_option") == "no" and v.get("leftover_events") == "no", str(v))
     unwind.check(s, prog, hostile=hostile_tables)
+    review.check(s, prog)
     # The console, with the whole kernel log the guest prints at the end (tests/splat.py).
     with open(log, errors="replace") as f:
         found = splats(f.read())

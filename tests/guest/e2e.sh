@@ -392,4 +392,8 @@ result leftover_events "$([ -e $T/events/user_unwind ] && echo yes || echo no)"
 
 . /lib/uu-unwind.sh
 
+# The review's defects and the unwind caches' poisoning (tests/guest/review.sh): last, its
+# final test unloads the module under a task whose stack page user space never serves.
+. /lib/uu-review.sh
+
 section END

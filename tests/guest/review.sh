@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: GPL-2.0
+# Guest half of the tests of the review's defects (issue 27) and of the unwind caches'
+# poisoning (issue 24), sourced by tests/guest/e2e.sh after uu-unwind.sh (installed as
+# /lib/uu-review.sh); tests/review.py checks the sections. Uses e2e.sh's section and traced.
+# The module is loaded here with its default unwinder (eh_frame); the last test, a task whose
+# stack lies in memory registered with userfaultfd, unloads it while that task is traced.
+# Everything that could hang is under `timeout -s KILL`, and the uffd case runs last.
+RS=$T/user_unwind_stats
+# up: seconds since boot, to the hundredth.
+up() { cut -d' ' -f1 /proc/uptime; }
+# review_stats SECTION: the module's counters, as a section of their own.
+review_stats() {
+	section "$1"
+	cat $RS
+}
+# review_begin FILTER / review_end SECTION: traced() for commands run in the background.
+review_begin() {
+	echo 0 >$T/tracing_on
+	echo >$T/trace
+	sys_enter_on "$1"
+	echo 1 >$OPT
+	echo 1 >$T/tracing_on
+}
+review_end() {
+	echo 0 >$T/tracing_on
+	echo 0 >$OPT
+	sys_enter_off
+	section "$1"
+}
+
+insmod /lib/modules/user_unwind.ko
+section REVIEW_LOAD
+result insmod_status $?
+result unwinder "$(cat /sys/module/user_unwind/parameters/unwinder 2>/dev/null)"
+echo global >$T/trace_clock
+
+# 6. Every system call of a dynamically linked program built without frame pointers, from
+# its exec on (the comm filter passes once the exec has named the task): the loader's own,
+# before main, are unwound up to ld.so's entry point, the outermost frame.
+traced REVIEW_LOADER 'comm == "uu_nofp"' timeout -s KILL 60 uu_nofp chain 5
+
+# 3. The mapping memo's age bound: one stack, 1.5 s with nothing traced on that CPU, the
+# same stack again, from the same address space.
+review_stats REVIEW_MEMO_BEFORE
+traced REVIEW_MEMO 'id == 110' timeout -s KILL 60 uu_review memo
+review_stats REVIEW_MEMO_AFTER
+
+# 5. A frame pointer into a VM_IO | VM_PFNMAP mapping (a page of /dev/mem), from code
+# without an FDE: the unwinder must not read device memory.
+review_stats REVIEW_DEVMEM_BEFORE
+traced REVIEW_DEVMEM 'id == 110' sh -c 'timeout -s KILL 60 uu_review devmem /dev/mem 5 >/tmp/devmem.out'
+section REVIEW_DEVMEM_OUT
+cat /tmp/devmem.out
+review_stats REVIEW_DEVMEM_AFTER
+
+# 2. Exec detection: a self-execve loop (main -> ex_a -> ex_b -> execve) at nice 5 and a
+# getppid storm, both pinned to CPU 0: the storm's requests fill that CPU between each
+# execve's request and its callback, after the exec. Only the exec'ing task's events are
+# printed (the storm's are counted); the buffer is made large enough for both.
+size=$(cat $T/buffer_size_kb)
+echo 16384 >$T/buffer_size_kb
+review_stats REVIEW_EXEC_BEFORE
+review_begin 'id == 59 || id == 110'
+timeout -s KILL 60 uu_review storm 30 >/tmp/storm.out &
+storm=$!
+sleep 0.3
+timeout -s KILL 60 uu_review exec 20 5 20 >/tmp/exec.out
+status=$?
+kill $storm
+wait $storm 2>/dev/null
+review_end REVIEW_EXEC
+result status $status
+result exec "$(cat /tmp/exec.out)"
+expid=$(sed -n 's/^exec pid \([0-9]*\) .*/\1/p' /tmp/exec.out)
+result storm_events "$(grep -c 'sys_enter: NR 110' $T/trace)"
+result overrun "$(rb overrun)"
+grep -E -- "-${expid:-none} +\[" $T/trace
+review_stats REVIEW_EXEC_AFTER
+echo 0 >$T/tracing_on
+echo >$T/trace
+echo "$size" >$T/buffer_size_kb
+
+# 4. Cache poisoning: a process rewrites its own copy-on-write copy of libc's CIEs
+# (DW_CFA_offset r16 -> DW_CFA_undefined r16) and makes system calls through libc; then an
+# honest program's stacks, after it and while it keeps going, must be the known chains.
+traced REVIEW_POISON 'id == 110' sh -c 'timeout -s KILL 60 uu_review poison 100 0 >/tmp/poison.out'
+section REVIEW_POISON_OUT
+cat /tmp/poison.out
+traced REVIEW_POISON_AFTER 'id == 110' sh -c 'timeout -s KILL 60 uu_nofp chain 40 &&
+	timeout -s KILL 60 uu_nofp thread 40'
+review_begin 'id == 110'
+timeout -s KILL 120 uu_review poison 0 2000 >/tmp/poison2.out &
+poisoner=$!
+sleep 0.5
+timeout -s KILL 60 uu_nofp chain 40 >/dev/null && timeout -s KILL 60 uu_nofp thread 40 >/dev/null
+status=$?
+kill $poisoner
+wait $poisoner 2>/dev/null
+review_end REVIEW_POISON_CONCURRENT
+result status $status
+result poisoner "$(cat /tmp/poison2.out)"
+cat $T/trace
+review_stats REVIEW_POISON_STATS
+
+# The caches start afresh for the last test (a module that kept the poisoned rows would
+# spoil its honest stacks).
+rmmod user_unwind
+insmod /lib/modules/user_unwind.ko
+section REVIEW_RELOAD
+result status $?
+echo global >$T/trace_clock
+
+# 1. userfaultfd: a task makes getppid with its stack pointer in anonymous memory registered
+# with userfaultfd (missing pages, never served): the call must return, its stack cut
+# short, while another task's stacks stay complete. Then rmmod while such a task is traced
+# must return within seconds. Today the first hangs until killed, the second until the task
+# is killed: both are bounded here.
+review_stats REVIEW_UFFD_BEFORE
+review_begin 'id == 110'
+timeout -s KILL 15 uu_review uffd 20 >/tmp/uffd.out 2>&1 &
+uf=$!
+t0=$(up)
+sleep 0.3
+timeout -s KILL 60 uu_nofp chain 40 >/dev/null
+other=$?
+wait $uf
+status=$?
+t1=$(up)
+review_end REVIEW_UFFD
+result status $status
+result other_status $other
+result seconds "$(awk -v a=$t0 -v b=$t1 'BEGIN {print b - a}')"
+result uffd "$(tr '\n' ' ' </tmp/uffd.out)"
+cat $T/trace
+review_stats REVIEW_UFFD_AFTER
+
+review_begin 'id == 110'
+timeout -s KILL 60 uu_review uffd 0 >/tmp/uffd2.out 2>&1 &
+uf=$!
+sleep 1
+t0=$(up)
+rmmod user_unwind &
+rm=$!
+i=0
+while kill -0 $rm 2>/dev/null && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+t1=$(up)
+returned=$(kill -0 $rm 2>/dev/null && echo no || echo yes)
+# Then release the task (and today's rmmod with it), and give rmmod time to end.
+kill -9 $uf 2>/dev/null
+wait $uf 2>/dev/null
+i=0
+while kill -0 $rm 2>/dev/null && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+rmstatus=hung
+kill -0 $rm 2>/dev/null || { wait $rm; rmstatus=$?; }
+echo 0 >$T/tracing_on
+echo 0 >$OPT 2>/dev/null
+sys_enter_off
+section REVIEW_UFFD_RMMOD
+result returned $returned
+result seconds "$(awk -v a=$t0 -v b=$t1 'BEGIN {print b - a}')"
+result rmmod_status $rmstatus
+result uffd "$(tr '\n' ' ' </tmp/uffd2.out)"
+result in_modules "$(grep -c '^user_unwind ' /proc/modules)"
+echo local >$T/trace_clock

@@ -1,0 +1,287 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Host half of the tests of the review's defects (issue 27) and of the unwind caches'
+poisoning (issue 24), tests/guest/review.sh. Ground truth: the call chains of the test
+programs (tests/prog/uu_review.c, tests/prog/uu_nofp.c) and the binaries' own symbols
+(libc's and ld.so's from libc6-dbg), through tests/unwind.py's helpers.
+
+Run by tests/e2e.py (review.check), or alone on a saved guest output:
+    python3 tests/review.py OUTPUT.txt PROG_DIR
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import unwind  # noqa: E402
+from unwind import CHAINS, LDSO, START, cookies, match, show, stacks, symbolize  # noqa: E402
+from unwind import truncations  # noqa: E402
+
+# The guest's /usr/bin/uu_review is the host's build (tests/unwind.py's table of them).
+unwind.GUEST_PROG.setdefault("/usr/bin/uu_review", "uu_review")
+
+MEMO_CHAIN = ["getppid", "mm_b", "mm_a"] + START
+EXEC_CHAIN = ["execve", "ex_b", "ex_a"] + START
+POISON_CHAIN = ["getppid", "po_b", "po_a"] + START
+# The honest program of the poisoning tests: uu_nofp chain 40, then uu_nofp thread 40.
+HONEST = (CHAINS["UNWIND_CHAIN"], CHAINS["UNWIND_THREAD"])
+HONEST_CALLS = 40
+
+
+def stats(lines):
+    """The counters of a user_unwind_stats section; a counter the module lacks reads 0."""
+    return {k.rstrip(":"): int(v) for k, v in (line.split() for line in lines
+                                               if re.match(r"^\w+: \d+$", line))}
+
+
+def grew(s, name, counter):
+    """How much `counter` grew between sections NAME_BEFORE and NAME_AFTER (None: absent)."""
+    after = stats(s.get(name + "_AFTER", []))
+    if counter not in after:
+        return None
+    return after[counter] - stats(s.get(name + "_BEFORE", [])).get(counter, 0)
+
+
+def by_cookie(events, comm):
+    """[(cookie, frames)] of the whole stacks of `comm` (a name or a tuple of them)."""
+    comms = comm if isinstance(comm, tuple) else (comm,)
+    return [(c, f) for c, (who, f) in zip(cookies(events, None), stacks(events)) if who in comms]
+
+
+def is_chain(names, chain):
+    return len(names) == len(chain) and all(match(w, n) for w, n in zip(chain, names))
+
+
+def exact(events, comm, chains, prog, cache):
+    """(complete, wrong): the stacks of `comm` that are one of `chains` exactly with no
+    user_unwind_truncated, and the others, symbolized."""
+    cut = truncations(events)
+    complete, wrong = [], []
+    for cookie, frames in by_cookie(events, comm):
+        names = symbolize(frames, prog, cache)
+        if cookie not in cut and any(is_chain(names, ch) for ch in chains):
+            complete.append(names)
+        else:
+            wrong.append(show(names) + ([f"truncated {cut[cookie]}"] if cookie in cut else []))
+    return complete, wrong
+
+
+def check_loader(check_fn, s, parse_trace, values, prog, cache):
+    """6: a dynamically linked program's stacks from its exec on, loader stacks included:
+    each ends at an entry point (ld.so's `_start`, or its `_dl_start_user` that calls the
+    constructors with rbp cleared, or the program's `_start` through libc), every frame
+    named, none reported cut short."""
+    status = values(s.get("REVIEW_LOADER", [])).get("status")
+    events = parse_trace(s.get("REVIEW_LOADER", []))
+    cut = truncations(events)
+    mine = by_cookie(events, "uu_nofp")
+    loader, bad = 0, []
+    roots = {"_start", "_dl_start_user"}
+    for cookie, frames in mine:
+        names = symbolize(frames, prog, cache)
+        unknown = [n for n in names if all(x.startswith("?") for x in n)]
+        in_ldso = bool(frames) and frames[-1][1] == LDSO
+        loader += in_ldso
+        if not frames or unknown or not (names[-1] & roots) or cookie in cut:
+            bad.append(show(names) + ([f"truncated {cut[cookie]}"] if cookie in cut else []))
+    print(f"# review: loader: {len(mine)} stacks of uu_nofp from its exec on, {loader} of "
+          f"them loader stacks (outermost frame in ld.so), {len(bad)} incomplete")
+    check_fn("review: the loader's stacks (before main) are complete and none is reported "
+             "cut short: every stack of a program from its exec on ends at an entry point",
+             status == "0" and loader >= 5 and len(mine) > loader and not bad,
+             f"status {status}, {len(mine)} stacks, {loader} loader stacks, {len(bad)} "
+             f"incomplete, e.g. {bad[:3]}")
+
+
+def check_memo(check_fn, s, parse_trace, values, prog, cache):
+    """3: two stacks 1.5 s apart on one CPU: the memo's entry is too old the second time."""
+    status = values(s.get("REVIEW_MEMO", [])).get("status")
+    events = parse_trace(s.get("REVIEW_MEMO", []))
+    complete, wrong = exact(events, "uu_review", [MEMO_CHAIN], prog, cache)
+    check_fn(f"review: memo: both stacks 1.5 s apart are the known chain {MEMO_CHAIN[:3]}...",
+             status == "0" and len(complete) == 2 and not wrong,
+             f"status {status}, {len(complete)} complete, wrong: {wrong[:2]}")
+    expired = grew(s, "REVIEW_MEMO", "memo_expired")
+    check_fn("review: memo: an entry older than the bound is not used (memo_expired grows)",
+             expired is not None and expired >= 1,
+             "no memo_expired counter" if expired is None else f"memo_expired grew {expired}")
+
+
+def check_devmem(check_fn, s, parse_trace, values, prog, cache):
+    """5: rbp in a /dev/mem mapping, from code without an FDE: the stack ends at the stub,
+    reason read, and nothing read from the device page is in it."""
+    out = " ".join(s.get("REVIEW_DEVMEM_OUT", []))
+    m = re.search(r"devmem stub ([0-9a-f]+) ([0-9a-f]+) rbp ([0-9a-f]+) words ([0-9a-f]+) "
+                  r"([0-9a-f]+)", out)
+    status = values(s.get("REVIEW_DEVMEM", [])).get("status")
+    check_fn("review: devmem: the program mapped a page of /dev/mem and ran its stub",
+             m and status == "0", f"status {status}, {out!r}")
+    if not m:
+        return
+    lo, hi, rbp, w0, w1 = (int(x, 16) for x in m.groups())
+    page = rbp & ~0xfff
+    events = parse_trace(s.get("REVIEW_DEVMEM", []))
+    cut = truncations(events)
+    mine = by_cookie(events, "uu_review")
+    wrong = []
+    for cookie, frames in mine:
+        values_ = [v for v, _ in frames]
+        leaked = [hex(v) for v in values_ if v in (w0, w1) or page <= v < page + 4096]
+        ok = (len(frames) == 1 and frames[0][1] is None and lo <= frames[0][0] < hi
+              and cut.get(cookie) == (1, "read") and not leaked)
+        if not ok:
+            wrong.append(([hex(v) for v in values_], cut.get(cookie), leaked))
+    check_fn("review: devmem: a frame pointer into a VM_IO/VM_PFNMAP page ends the stack at "
+             "the stub, truncated with reason read, no device word in it",
+             len(mine) >= 5 and not wrong,
+             f"stub {lo:x}, words {w0:x} {w1:x}: {len(mine)} stacks, {len(wrong)} wrong, "
+             f"e.g. {wrong[:2]}")
+    refused = grew(s, "REVIEW_DEVMEM", "unwind_reads_refused")
+    check_fn("review: devmem: the read is refused (unwind_reads_refused grows)",
+             refused is not None and refused >= 1,
+             "no unwind_reads_refused counter" if refused is None else f"grew {refused}")
+
+
+def check_exec(check_fn, s, parse_trace, values, prog, cache):
+    """2: a self-execve loop and a storm on one CPU: no execve event's stack is the new
+    program's; each is empty (the exec detected) or the pre-exec chain."""
+    v = values(s.get("REVIEW_EXEC", []))
+    m = re.match(r"exec pid (\d+) execs (\d+)", v.get("exec", ""))
+    check_fn("review: exec: the self-execve loop ran to its end",
+             v.get("status") == "0" and m, str(v))
+    if not m:
+        return
+    pid, execs = int(m.group(1)), int(m.group(2))
+    events = parse_trace(s.get("REVIEW_EXEC", []))
+    frames_of = dict(zip(cookies(events, None), (f for _, f in stacks(events))))
+    exec_cookies, pending = [], False
+    for e in events:
+        if e["pid"] != pid:
+            continue
+        if e["event"] == "sys_enter":
+            pending = e["rest"].startswith("NR 59 ")
+        elif e["event"] == "user_unwind_cookie" and pending:
+            exec_cookies.append(e["cookie"])
+            pending = False
+    empty, chain, leaked, missing = 0, 0, [], 0
+    for c in exec_cookies:
+        if c not in frames_of:
+            missing += 1
+            continue
+        names = symbolize(frames_of[c], prog, cache)
+        if not names:
+            empty += 1
+        elif is_chain(names, EXEC_CHAIN):
+            chain += 1
+        else:
+            leaked.append(show(names))
+    print(f"# review: exec: {len(exec_cookies)} execve cookies of pid {pid} ({execs} execs "
+          f"from ex_b), {empty} empty, {chain} the pre-exec chain, {len(leaked)} another "
+          f"stack, {missing} without a stack; storm events {v.get('storm_events')}, "
+          f"overrun {v.get('overrun')}")
+    check_fn("review: exec: no execve event's stack is the new program's (each is empty or "
+             f"the pre-exec chain {EXEC_CHAIN[:3]}...)",
+             len(exec_cookies) >= execs and not leaked,
+             f"{len(exec_cookies)} execve cookies for {execs} execs, {len(leaked)} show "
+             f"another stack, e.g. {leaked[:3]}")
+    after = grew(s, "REVIEW_EXEC", "stacks_after_exec")
+    check_fn("review: exec: stacks_after_exec counts every exec that had a pending request",
+             after is not None and after >= len(exec_cookies) > 0,
+             f"stacks_after_exec grew {after} for {len(exec_cookies)} execve requests")
+
+
+def check_honest(check_fn, name, events, prog, cache):
+    complete, wrong = exact(events, "uu_nofp", HONEST, prog, cache)
+    kinds = [sum(is_chain(n, ch) for n in complete) for ch in HONEST]
+    check_fn(f"review: poisoning: {name}: 100 % of an honest program's stacks (main thread "
+             "and a second thread) are the known chains, complete",
+             kinds == [HONEST_CALLS, HONEST_CALLS] and not wrong,
+             f"{len(complete)} of {len(complete) + len(wrong)} complete ({kinds}), wrong: "
+             f"{wrong[:2]}")
+
+
+def check_poison(check_fn, s, parse_trace, values, prog, cache):
+    """4: libc's CIEs rewritten in a process's private copy: neither the honest program's
+    stacks after it and beside it nor the poisoner's own stacks through libc change."""
+    out = " ".join(s.get("REVIEW_POISON_OUT", []))
+    m = re.search(r"poison cies (\d+) rewritten (\d+) left (\d+)", out)
+    status = values(s.get("REVIEW_POISON", [])).get("status")
+    check_fn("review: poisoning: the poisoner rewrote libc's DW_CFA_offset r16 rules in its "
+             "own copy", status == "0" and m and int(m.group(2)) >= 1 and m.group(3) == "0",
+             f"status {status}, {out!r}")
+    events = parse_trace(s.get("REVIEW_POISON", []))
+    complete, wrong = exact(events, "uu_review", [POISON_CHAIN], prog, cache)
+    check_fn("review: poisoning: the poisoner's own stacks through libc are complete (the "
+             f"file's tables, not its private copy): {POISON_CHAIN[:3]}...",
+             len(complete) == 100 and not wrong,
+             f"{len(complete)} of {len(complete) + len(wrong)} complete, wrong: {wrong[:2]}")
+    v = values(s.get("REVIEW_POISON_AFTER", []))
+    check_fn("review: poisoning: the honest program ran after the poisoner",
+             v.get("status") == "0", str(v))
+    check_honest(check_fn, "after the poisoner", parse_trace(s.get("REVIEW_POISON_AFTER", [])),
+                 prog, cache)
+    v = values(s.get("REVIEW_POISON_CONCURRENT", []))
+    check_fn("review: poisoning: the honest program ran beside the looping poisoner",
+             v.get("status") == "0" and "rewritten" in v.get("poisoner", ""), str(v))
+    events = parse_trace(s.get("REVIEW_POISON_CONCURRENT", []))
+    check_honest(check_fn, "beside the poisoner", events, prog, cache)
+    complete, wrong = exact(events, "uu_review", [POISON_CHAIN], prog, cache)
+    check_fn("review: poisoning: the looping poisoner's stacks are complete too",
+             len(complete) >= 20 and not wrong,
+             f"{len(complete)} of {len(complete) + len(wrong)} complete, wrong: {wrong[:2]}")
+
+
+def check_uffd(check_fn, s, parse_trace, values, prog, cache):
+    """1: the stack in memory registered with userfaultfd and never served: the system call
+    returns, its stack cut short, the others' stacks complete; rmmod is bounded."""
+    v = values(s.get("REVIEW_UFFD", []))
+    check_fn("review: uffd: getppid with the stack pointer in an unserved userfaultfd region "
+             "returns (20 calls, under a 15 s timeout)",
+             v.get("status") == "0" and "uffd calls 20" in v.get("uffd", ""), str(v))
+    events = parse_trace(s.get("REVIEW_UFFD", []))
+    cut = truncations(events)
+    mine = by_cookie(events, "uu_review")
+    wrong = []
+    for cookie, frames in mine:
+        names = symbolize(frames, prog, cache)
+        if not (names and "uf_call" in names[0] and cookie in cut
+                and cut[cookie][0] == len(names)):
+            wrong.append((show(names), cut.get(cookie)))
+    reasons = sorted({cut[c][1] for c, _ in mine if c in cut})
+    check_fn("review: uffd: each of its stacks ends at uf_call, cut short with its "
+             "user_unwind_truncated", len(mine) >= 20 and not wrong,
+             f"{len(mine)} stacks, {len(wrong)} wrong, e.g. {wrong[:2]}; reasons {reasons}")
+    unfaulted = grew(s, "REVIEW_UFFD", "unwind_reads_unfaulted")
+    check_fn("review: uffd: the unwinder did not fault the page in (unwind_reads_unfaulted "
+             "grows)", unfaulted is not None and unfaulted >= 1, f"grew {unfaulted}")
+    complete, wrong = exact(events, "uu_nofp", [CHAINS["UNWIND_CHAIN"]], prog, cache)
+    check_fn("review: uffd: another task's stacks taken meanwhile are complete",
+             v.get("other_status") == "0" and len(complete) == 40 and not wrong,
+             f"status {v.get('other_status')}, {len(complete)} complete, wrong: {wrong[:2]}")
+    v = values(s.get("REVIEW_UFFD_RMMOD", []))
+    seconds = float(v.get("seconds", "inf"))
+    check_fn("review: uffd: rmmod while such a task is traced returns within 5 s",
+             v.get("returned") == "yes" and seconds <= 5 and v.get("rmmod_status") == "0"
+             and v.get("in_modules") == "0" and "uffd ready" in v.get("uffd", ""), str(v))
+
+
+def check(s, prog, check_fn=None, parse_trace=None, values=None):
+    # tests/e2e.py's check, parse_trace and values: it runs as __main__, or imported.
+    main = sys.modules.get("e2e") or sys.modules["__main__"]
+    check_fn = check_fn or main.check
+    parse_trace = parse_trace or main.parse_trace
+    values = values or main.values
+    cache = {}
+    v = values(s.get("REVIEW_LOAD", []))
+    check_fn("review: the module loads with the .eh_frame unwinder",
+             v.get("insmod_status") == "0" and v.get("unwinder") == "eh_frame", str(v))
+    for fn in (check_loader, check_memo, check_devmem, check_exec, check_poison, check_uffd):
+        fn(check_fn, s, parse_trace, values, prog, cache)
+
+
+if __name__ == "__main__":
+    import e2e
+    with open(sys.argv[1]) as f:
+        secs = e2e.sections(f.read())
+    check(secs, sys.argv[2], e2e.check, e2e.parse_trace, e2e.values)
+    print(f"review: {e2e.results.count(True)} passed, {e2e.results.count(False)} failed")
+    sys.exit(0 if all(e2e.results) else 1)
