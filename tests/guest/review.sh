@@ -74,7 +74,7 @@ result exec "$(cat /tmp/exec.out)"
 expid=$(sed -n 's/^exec pid \([0-9]*\) .*/\1/p' /tmp/exec.out)
 result storm_events "$(grep -c 'sys_enter: NR 110' $T/trace)"
 result overrun "$(rb overrun)"
-grep -E -- "-${expid:-none} +\[" $T/trace
+grep -E -- "-${expid:-none} +\[|file_cache:" $T/trace
 review_stats REVIEW_EXEC_AFTER
 echo 0 >$T/tracing_on
 echo >$T/trace
@@ -159,7 +159,7 @@ done
 rmstatus=hung
 kill -0 $rm 2>/dev/null || { wait $rm; rmstatus=$?; }
 echo 0 >$T/tracing_on
-echo 0 >$OPT 2>/dev/null
+[ ! -e $OPT ] || echo 0 >$OPT
 sys_enter_off
 section REVIEW_UFFD_RMMOD
 result returned $returned
