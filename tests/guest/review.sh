@@ -34,6 +34,39 @@ result insmod_status $?
 result unwinder "$(cat /sys/module/user_unwind/parameters/unwinder 2>/dev/null)"
 echo global >$T/trace_clock
 
+# 4. Cache poisoning, first, while the caches are cold (the module was just loaded): a
+# process rewrites its own copy-on-write copy of libc's CIEs (DW_CFA_offset r16 ->
+# DW_CFA_undefined r16) and makes system calls through libc; then an honest program's
+# stacks, after it and while it keeps going, must be the known chains.
+traced REVIEW_POISON 'id == 110' sh -c 'timeout -s KILL 60 uu_review poison 100 0 >/tmp/poison.out'
+section REVIEW_POISON_OUT
+cat /tmp/poison.out
+traced REVIEW_POISON_AFTER 'id == 110' sh -c 'timeout -s KILL 60 uu_nofp chain 40 &&
+	timeout -s KILL 60 uu_nofp thread 40'
+review_begin 'id == 110'
+timeout -s KILL 120 uu_review poison 0 2000 >/tmp/poison2.out &
+poisoner=$!
+sleep 0.5
+timeout -s KILL 60 uu_nofp chain 40 >/dev/null && timeout -s KILL 60 uu_nofp thread 40 >/dev/null
+status=$?
+kill $poisoner
+wait $poisoner 2>/dev/null
+review_end REVIEW_POISON_CONCURRENT
+result status $status
+result poisoner "$(cat /tmp/poison2.out)"
+cat $T/trace
+review_stats REVIEW_POISON_STATS
+
+# The caches start afresh for the other tests (a module that kept the poisoned rows would
+# spoil their stacks through libc).
+rmmod user_unwind
+t0=$(up)
+insmod /lib/modules/user_unwind.ko
+section REVIEW_RELOAD
+result status $?
+result insmod_seconds "$(awk -v a=$t0 -v b=$(up) 'BEGIN {print b - a}')"
+echo global >$T/trace_clock
+
 # 6. Every system call of a dynamically linked program built without frame pointers, from
 # its exec on (the comm filter passes once the exec has named the task): the loader's own,
 # before main, are unwound up to ld.so's entry point, the outermost frame.
@@ -74,41 +107,13 @@ result exec "$(cat /tmp/exec.out)"
 expid=$(sed -n 's/^exec pid \([0-9]*\) .*/\1/p' /tmp/exec.out)
 result storm_events "$(grep -c 'sys_enter: NR 110' $T/trace)"
 result overrun "$(rb overrun)"
-grep -E -- "-${expid:-none} +\[|file_cache:" $T/trace
+# Its events and every file_cache, each with its frame lines (" => ...").
+awk -v pat="-${expid:-none} +[[]|file_cache:" '/^ => / { if (keep) print; next }
+	{ keep = $0 ~ pat; if (keep) print }' $T/trace
 review_stats REVIEW_EXEC_AFTER
 echo 0 >$T/tracing_on
 echo >$T/trace
 echo "$size" >$T/buffer_size_kb
-
-# 4. Cache poisoning: a process rewrites its own copy-on-write copy of libc's CIEs
-# (DW_CFA_offset r16 -> DW_CFA_undefined r16) and makes system calls through libc; then an
-# honest program's stacks, after it and while it keeps going, must be the known chains.
-traced REVIEW_POISON 'id == 110' sh -c 'timeout -s KILL 60 uu_review poison 100 0 >/tmp/poison.out'
-section REVIEW_POISON_OUT
-cat /tmp/poison.out
-traced REVIEW_POISON_AFTER 'id == 110' sh -c 'timeout -s KILL 60 uu_nofp chain 40 &&
-	timeout -s KILL 60 uu_nofp thread 40'
-review_begin 'id == 110'
-timeout -s KILL 120 uu_review poison 0 2000 >/tmp/poison2.out &
-poisoner=$!
-sleep 0.5
-timeout -s KILL 60 uu_nofp chain 40 >/dev/null && timeout -s KILL 60 uu_nofp thread 40 >/dev/null
-status=$?
-kill $poisoner
-wait $poisoner 2>/dev/null
-review_end REVIEW_POISON_CONCURRENT
-result status $status
-result poisoner "$(cat /tmp/poison2.out)"
-cat $T/trace
-review_stats REVIEW_POISON_STATS
-
-# The caches start afresh for the last test (a module that kept the poisoned rows would
-# spoil its honest stacks).
-rmmod user_unwind
-insmod /lib/modules/user_unwind.ko
-section REVIEW_RELOAD
-result status $?
-echo global >$T/trace_clock
 
 # 1. userfaultfd: a task makes getppid with its stack pointer in anonymous memory registered
 # with userfaultfd (missing pages, never served): the call must return, its stack cut
@@ -142,7 +147,7 @@ t0=$(up)
 rmmod user_unwind &
 rm=$!
 i=0
-while kill -0 $rm 2>/dev/null && [ $i -lt 100 ]; do
+while kill -0 $rm 2>/dev/null && [ $i -lt 60 ]; do
 	sleep 0.1
 	i=$((i + 1))
 done
