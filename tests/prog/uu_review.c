@@ -17,7 +17,8 @@
  *                     USEC microseconds apart
  *   devmem PATH N     maps a page of PATH (/dev/mem: a VM_IO | VM_PFNMAP mapping), copies a
  *                     "mov $110, %eax; syscall; ret" stub into anonymous executable memory
- *                     (no FDE) and calls it N times with rbp pointing into the device page;
+ *                     (no FDE) and calls it N times with rbp pointing into the device page,
+ *                     on a stack of its own just below that page;
  *                     prints "devmem stub START END rbp ADDR words W0 W1" (W0, W1: the
  *                     words at rbp and rbp + 8)
  *   uffd N            registers 1 MiB of anonymous memory with userfaultfd (missing pages,
@@ -342,27 +343,32 @@ static int poison(long n, long usec)
 /* mov $110, %eax; syscall; ret */
 static const unsigned char dv_stub_code[] = { 0xb8, 0x6e, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xc3 };
 
-NOINLINE long dv_call(void *stub, void *fp)
+NOINLINE long dv_call(void *stub, void *fp, void *sp)
 {
 	long ret;
 
-	/* Below the red zone, rbp saved in r12: the stub returns through the stack. */
-	asm volatile("sub $128, %%rsp\n\t"
-		     "mov %%rbp, %%r12\n\t"
+	/*
+	 * On a stack of its own at @sp, below the device page (an unwinder checks that a
+	 * frame's CFA lies above the stack pointer), with rbp at @fp; both restored after.
+	 */
+	asm volatile("mov %%rsp, %%r12\n\t"
+		     "mov %%rbp, %%r13\n\t"
+		     "mov %%rdx, %%rsp\n\t"
 		     "mov %%rdi, %%rbp\n\t"
 		     "call *%%rsi\n\t"
-		     "mov %%r12, %%rbp\n\t"
-		     "add $128, %%rsp"
+		     "mov %%r12, %%rsp\n\t"
+		     "mov %%r13, %%rbp"
 		     : "=a"(ret)
-		     : "D"(fp), "S"(stub)
-		     : "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "memory", "cc");
+		     : "D"(fp), "S"(stub), "d"(sp)
+		     : "rcx", "r8", "r9", "r10", "r11", "r12", "r13", "memory", "cc");
 	return ret;
 }
 
 static int devmem(const char *path, long n)
 {
 	int fd = open(path, O_RDONLY);
-	unsigned char *dev, *stub;
+	unsigned char *dev, *stub, *stack;
+	const size_t stack_size = 1 << 16;
 	uint64_t w0, w1;
 	long sum = 0;
 
@@ -373,6 +379,15 @@ static int devmem(const char *path, long n)
 	dev = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
 	if (dev == MAP_FAILED) {
 		perror("devmem: mmap");
+		return 1;
+	}
+	/* Mapped right after the device page, so just below it (top-down), and populated. */
+	stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (stack == MAP_FAILED)
+		return 1;
+	if (stack + stack_size > dev) {
+		fprintf(stderr, "devmem: the stack %p is not below the device page %p\n", stack, dev);
 		return 1;
 	}
 	stub = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
@@ -388,7 +403,7 @@ static int devmem(const char *path, long n)
 	       (unsigned long)w0, (unsigned long)w1);
 	fflush(stdout);
 	for (long i = 0; i < n; i++)
-		sum += dv_call(stub, dev + 0x100);
+		sum += dv_call(stub, dev + 0x100, stack + stack_size - 256);
 	return sum == 0;
 }
 
