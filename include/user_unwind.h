@@ -99,7 +99,21 @@ bool uu_unwind_regs(struct uu_regs *regs);	/* false: use the kernel's stack */
 u64 uu_unwind_user_end(void);
 int uu_unwind_read(void *dst, u64 addr, size_t len);
 int uu_unwind_region(u64 addr, struct uu_region *r);
-u64 uu_unwind_elf_base(u64 addr);
+int uu_unwind_ordinary(u64 addr, u64 *start, u64 *end);
+
+/* An object whose unwind table is read; mirrored by UuObject in src/user_unwind_main.rs. */
+struct uu_object {
+	struct file *file;	/* UU_REGION_FILE: held */
+	u64 start;		/* UU_REGION_VDSO: where it is mapped */
+	u64 size;		/* UU_REGION_VDSO: its size */
+	struct uu_file_id id;	/* UU_REGION_FILE: its identity when opened */
+	u32 kind;		/* UU_REGION_FILE or UU_REGION_VDSO */
+	u32 writers;		/* UU_REGION_FILE: open for writing when opened */
+};
+
+int uu_unwind_object_open(u64 addr, struct uu_object *o);
+int uu_unwind_object_read(struct uu_object *o, u64 offset, void *buf, size_t len);
+bool uu_unwind_object_close(struct uu_object *o);
 
 /* src/option.c: options/userstacktrace_delay. Task context. */
 int uu_option_init(bool enable);
@@ -136,6 +150,9 @@ enum uu_stat {
 	UU_STAT_UNWIND_TABLES_UNREAD,	/* frames whose table was unreadable: by frame pointer */
 	UU_STAT_UNWIND_POOL_BUSY,	/* no free work buffer: the kernel's stack recorded */
 	UU_STAT_REQUESTS_SKIPPED,	/* events after unwind_reset_info() on the way out */
+	UU_STAT_MEMO_EXPIRED,		/* mapping memos older than their bound: not used */
+	UU_STAT_UNWIND_READS_REFUSED,	/* reads refused: not ordinary memory (VM_IO, PFNMAP) */
+	UU_STAT_UNWIND_TABLES_UNSTABLE,	/* tables read while their file was written: not cached */
 	UU_STAT_NR
 };
 

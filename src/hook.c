@@ -27,9 +27,14 @@
  *
  * A request made before execve()'s point of no return is served after it, on the way back
  * to the new program: the unwinder would find the new program's first stack, not the one
- * the event was traced in. The hook notes the task's exec count with the cookie of every
- * request that queues a callback (uu_pending), and the callback records such a stack empty
- * (counted as stacks_after_exec).
+ * the event was traced in. A probe on sched_process_exec, which every successful exec
+ * passes after its point of no return and before the task returns to user space
+ * (exec_binprm()), takes the module's bit out of the task's unwind_mask, so the callback
+ * of that kernel entry is not called, and records the entry's cookie with an empty stack
+ * (counted as stacks_after_exec). Nothing is remembered per request, so nothing can be
+ * forgotten: every exec with a request pending is seen. An exec that fails after its
+ * point of no return kills the task; its callback, run from do_exit(), finds the half-built
+ * new address space and the old registers, and records what it can unwind there.
  *
  * A request made after unwind_reset_info(), on the way out in exit_to_user_mode(), is served
  * at the task's next kernel exit, with the next entry's stack. Only two events fire there
@@ -50,8 +55,10 @@
 #include <linux/preempt.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/string.h>
 #include <linux/trace.h>
 #include <linux/trace_events.h>
+#include <linux/tracepoint.h>
 #include <linux/unwind_deferred.h>
 #include <user_unwind.h>
 
@@ -59,6 +66,14 @@
 #include "wrapper/symbols.h"
 
 static struct unwind_work uu_work;
+/*
+ * Never requested: its bit in a task's unwind_mask marks a kernel entry that exec'd with
+ * a request of uu_work pending (uu_exec_probe()). unwind_reset_info() clears the whole
+ * mask on the way back to user space, so the mark lasts exactly that entry.
+ */
+static struct unwind_work uu_exec_work;
+struct linux_binprm;
+static struct tracepoint *uu_exec_tp;	/* sched_process_exec, probed from init to exit */
 /* The entry types of irq_enable and user_enter (0: not in this kernel); set at init. */
 static unsigned short uu_exit_types[2];
 static DEFINE_MUTEX(uu_hook_lock);
@@ -67,60 +82,41 @@ static bool uu_hook_wanted;		/* under uu_hook_lock: the cookie event is enabled 
 static bool uu_hook_ready;		/* under uu_hook_lock: init done, exit not begun */
 
 /*
- * The exec count of the task at each request that queued a callback, by cookie, in the
- * table of the CPU the cookie was made on (the cookie names it): only that CPU writes
- * it, in any context, NMI included. A slot is written cookie last and read cookie first and
- * last, so a reader never pairs a cookie with another request's count. A slot taken over
- * by a later request before its callback ran (64 requests on one CPU meanwhile) says
- * nothing, and the stack is recorded.
+ * sched_process_exec's probe: current passed its exec's point of no return. If a callback
+ * of uu_work is pending for this kernel entry, the entry is marked (uu_exec_work's bit),
+ * and that callback records an empty stack (uu_entry_execed()).
+ *
+ * Context: task, current in exec_binprm(), preemption disabled (a tracepoint probe).
  */
-#define UU_PENDING_BITS 6
-struct uu_pending {
-	u64 cookie;
-	u64 exec_id;
-};
-static DEFINE_PER_CPU(struct uu_pending [1 << UU_PENDING_BITS], uu_pending);
-
-static struct uu_pending *uu_pending_slot(u64 cookie)
+static void uu_exec_probe(void *data, struct task_struct *p, pid_t old_pid,
+			  struct linux_binprm *bprm)
 {
-	/* A cookie is the CPU + 1 and that CPU's counter, which counts up in steps of 2. */
-	union unwind_task_id id = { .id = cookie };
-	unsigned int cpu = id.cpu - 1;
+	atomic_long_t *mask = &current->unwind_info.unwind_mask;
+	int bit = READ_ONCE(uu_work.bit), mark = READ_ONCE(uu_exec_work.bit);
 
-	if (cpu >= nr_cpu_ids || !cpu_possible(cpu))
-		return NULL;
-	return &(*per_cpu_ptr(&uu_pending, cpu))[(id.cnt >> 1) & ((1 << UU_PENDING_BITS) - 1)];
-}
-
-static void uu_pending_note(u64 cookie)
-{
-	struct uu_pending *slot = uu_pending_slot(cookie);
-
-	if (!slot)
+	if (bit < 0 || mark < 0 || !(atomic_long_read(mask) & BIT(bit)))
 		return;
-	WRITE_ONCE(slot->cookie, 0);
-	/* The slot is cleared before its count changes (pairs with uu_pending_execed()). */
-	smp_wmb();
-	WRITE_ONCE(slot->exec_id, current->self_exec_id);
-	/* The count is in place before the cookie names it. */
-	smp_wmb();
-	WRITE_ONCE(slot->cookie, cookie);
+	atomic_long_or(BIT(mark), mask);
 }
 
-/* Whether current exec'd since the request that queued the callback of @cookie. */
-static bool uu_pending_execed(u64 cookie)
+/* Whether current's kernel entry exec'd since the request of its pending callback. */
+static bool uu_entry_execed(void)
 {
-	struct uu_pending *slot = uu_pending_slot(cookie);
-	u64 exec_id;
+	int mark = READ_ONCE(uu_exec_work.bit);
 
-	if (!slot || READ_ONCE(slot->cookie) != cookie)
-		return false;
-	/* The count is read after the cookie that named it (pairs with uu_pending_note()). */
-	smp_rmb();
-	exec_id = READ_ONCE(slot->exec_id);
-	/* And the cookie again after the count: unchanged, the count was its own. */
-	smp_rmb();
-	return READ_ONCE(slot->cookie) == cookie && exec_id != current->self_exec_id;
+	return mark >= 0 && (atomic_long_read(&current->unwind_info.unwind_mask) & BIT(mark));
+}
+
+/* uu_exec_work's callback: the mark is all it is for. */
+static void uu_exec_work_callback(struct unwind_work *work,
+				  struct unwind_stacktrace *trace, u64 cookie)
+{
+}
+
+static void uu_find_exec_tp(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "sched_process_exec"))
+		uu_exec_tp = tp;
 }
 
 /* One bit per interrupt context level (task, softirq, hardirq, NMI) the hook runs in. */
@@ -172,10 +168,8 @@ static void uu_export_write(struct trace_export *export, const void *entry,
 		unsigned long commits = this_cpu_read(uu_cookie_commits[level]);
 
 		uu_stat_add(UU_STAT_REQUESTS, 1);
-		if (!ret) {
+		if (!ret)
 			uu_stat_add(UU_STAT_REQUESTS_QUEUED, 1);
-			uu_pending_note(cookie);
-		}
 		trace_user_unwind_cookie(cookie);
 		/*
 		 * No instance's buffer took the cookie: filtered, pid-ignored, tracing off,
@@ -219,7 +213,7 @@ static void uu_record_stack(struct unwind_stacktrace *trace, u64 cookie)
 	/* Nobody records stacks, only cookies: nothing to translate. */
 	if (!trace_user_unwind_stack_enabled())
 		return;
-	if (uu_pending_execed(cookie)) {
+	if (uu_entry_execed()) {
 		uu_stat_add(UU_STAT_STACKS_AFTER_EXEC, 1);
 		uu_rust_stack(NULL, 0, cookie);
 		return;
@@ -300,16 +294,37 @@ bool uu_hook_requesting(void)
 }
 
 /**
- * uu_hook_init - register the deferred-unwind work
+ * uu_hook_init - register the deferred-unwind works and the exec probe
  *
  * Context: task, may sleep.
- * Return: 0, or -EBUSY when every unwind_work slot of the kernel is taken.
+ * Return: 0, -EBUSY when the kernel has no unwind_work slot left, -ENOENT without the
+ * sched_process_exec tracepoint, or the error of its probe's registration.
  */
 int uu_hook_init(void)
 {
+	int ret;
+
 	uu_exit_types[0] = uu_event_type("event_irq_enable");
 	uu_exit_types[1] = uu_event_type("event_user_enter");
-	return uu_call(unwind_deferred_init)(&uu_work, uu_unwind_callback);
+	for_each_kernel_tracepoint(uu_find_exec_tp, NULL);
+	if (!uu_exec_tp)
+		return -ENOENT;
+	ret = uu_call(unwind_deferred_init)(&uu_work, uu_unwind_callback);
+	if (ret)
+		return ret;
+	ret = uu_call(unwind_deferred_init)(&uu_exec_work, uu_exec_work_callback);
+	if (ret)
+		goto cancel_work;
+	ret = tracepoint_probe_register(uu_exec_tp, uu_exec_probe, NULL);
+	if (ret)
+		goto cancel_exec_work;
+	return 0;
+
+cancel_exec_work:
+	uu_call(unwind_deferred_cancel)(&uu_exec_work);
+cancel_work:
+	uu_call(unwind_deferred_cancel)(&uu_work);
+	return ret;
 }
 
 /**
@@ -358,4 +373,7 @@ void uu_hook_exit(void)
 	while (atomic_read(&uu_callbacks_running))
 		usleep_range(1000, 2000);
 	uu_call(unwind_deferred_cancel)(&uu_work);
+	tracepoint_probe_unregister(uu_exec_tp, uu_exec_probe, NULL);
+	tracepoint_synchronize_unregister();
+	uu_call(unwind_deferred_cancel)(&uu_exec_work);
 }

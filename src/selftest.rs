@@ -148,6 +148,9 @@ mod tests {
             (Stat::UnwindReadsUnfaulted, c"unwind_reads_unfaulted"),
             (Stat::UnwindTablesUnread, c"unwind_tables_unread"),
             (Stat::UnwindPoolBusy, c"unwind_pool_busy"),
+            (Stat::MemoExpired, c"memo_expired"),
+            (Stat::UnwindReadsRefused, c"unwind_reads_refused"),
+            (Stat::UnwindTablesUnstable, c"unwind_tables_unstable"),
         ] {
             // SAFETY: C returns a static NUL-terminated string for every value.
             let got = unsafe { CStr::from_char_ptr(ffi::uu_stat_name(stat as u32)) };

@@ -42,6 +42,9 @@ static const char *const uu_stat_names[UU_STAT_NR] = {
 	[UU_STAT_UNWIND_TABLES_UNREAD] = "unwind_tables_unread",
 	[UU_STAT_UNWIND_POOL_BUSY] = "unwind_pool_busy",
 	[UU_STAT_REQUESTS_SKIPPED] = "requests_skipped",
+	[UU_STAT_MEMO_EXPIRED] = "memo_expired",
+	[UU_STAT_UNWIND_READS_REFUSED] = "unwind_reads_refused",
+	[UU_STAT_UNWIND_TABLES_UNSTABLE] = "unwind_tables_unstable",
 };
 
 void uu_stat_add(enum uu_stat stat, unsigned long n)

@@ -32,6 +32,13 @@ pub(crate) enum Stat {
     UnwindReadsUnfaulted = 22,
     UnwindTablesUnread = 23,
     UnwindPoolBusy = 24,
+    // Counted in C; named here for the KUnit check of the names.
+    #[cfg_attr(not(CONFIG_KUNIT), allow(dead_code))]
+    MemoExpired = 26,
+    // Counted in C; named here for the KUnit check of the names.
+    #[cfg_attr(not(CONFIG_KUNIT), allow(dead_code))]
+    UnwindReadsRefused = 27,
+    UnwindTablesUnstable = 28,
 }
 
 /// The sum of `stat` over all CPUs.

@@ -6,17 +6,29 @@
  *
  * Context: the deferred-unwind callback, task context of current on its way back to user
  * space, where faults are allowed; inside the unwinder's SRCU read side, which module
- * unload waits for. So a read never waits for what user space controls: it is made
- * without faulting first, and faults a page in only where the mapping is anonymous memory
- * or a file of a local filesystem (block-backed, tmpfs, ramfs). Elsewhere (FUSE, NFS, any
- * filesystem whose fault may wait on a server) a page not already mapped is not read: the
- * frame falls back to the frame-pointer rule, and a later stack, after the program or
- * another reader touched the page, gets it. A mapping replaced between the check and the
- * faulting read (another thread's mmap(MAP_FIXED) racing the unwind) can still make that
- * one read wait for a fault; such a wait is killable, and FUSE bounds it with its request
- * timeout.
+ * unload waits for. So a read never waits for what user space controls:
+ *
+ * - Only ordinary memory is read: never a VM_IO or VM_PFNMAP mapping (a device's
+ *   registers, where a read may clear or pop what the program never asked to read);
+ *   uu_unwind_ordinary() says where, and the Rust side asks it before it reads a mapping
+ *   it has not checked in this stack.
+ * - A read is made without faulting first. A page not mapped yet is faulted in only under
+ *   mmap_lock (tried, never waited for), after checking, under that lock, that the VMA
+ *   holding it is anonymous memory or a file of a local filesystem (block-backed, tmpfs,
+ *   ramfs) and not registered with userfaultfd: no VMA can change while mmap_lock is held
+ *   for reading (every change write-locks it), so the fault is taken on the VMA that was
+ *   checked, and handle_mm_fault() is called without FAULT_FLAG_ALLOW_RETRY. A fault there
+ *   waits for local I/O at most. Elsewhere (FUSE, NFS, userfaultfd, a contended mmap_lock)
+ *   the read fails: the frame falls back to the frame-pointer rule or ends the stack, and
+ *   a later stack, after the program touched the page, gets it.
+ * - Unwind tables are read from the file's page cache (uu_unwind_object_*()), never from
+ *   the process's mapping, which may hold its private copy-on-write copy: what the
+ *   caches share is the file's content. Pages not cached are read from the disk of a
+ *   block-backed filesystem only.
  */
+#include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/pagemap.h>
 #include <linux/magic.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
@@ -24,6 +36,7 @@
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/string.h>
+#include <linux/userfaultfd_k.h>
 #include <linux/uaccess.h>
 #include <asm/ptrace.h>
 #include <user_unwind.h>
@@ -89,47 +102,113 @@ u64 uu_unwind_user_end(void)
 	return TASK_SIZE_MAX;
 }
 
-/* Whether a fault on @vma's pages can only wait for local I/O. */
-static bool uu_vma_faultable(struct vm_area_struct *vma)
+/* Whether @vma is ordinary memory, which a read cannot disturb. */
+static bool uu_vma_ordinary(struct vm_area_struct *vma)
 {
-	const struct super_block *sb;
+	return !(vma->vm_flags & (VM_IO | VM_PFNMAP));
+}
 
-	if (vma->vm_flags & (VM_IO | VM_PFNMAP))
-		return false;
-	if (!vma->vm_file || vma_is_anonymous(vma))
-		return true;
-	sb = file_inode(vma->vm_file)->i_sb;
+/* Whether the block device or memory behind @sb serves every fault (no server, no daemon). */
+static bool uu_sb_local(const struct super_block *sb)
+{
 	return (sb->s_type->fs_flags & FS_REQUIRES_DEV) || sb->s_magic == TMPFS_MAGIC ||
 	       sb->s_magic == RAMFS_MAGIC;
 }
 
-/* Whether [@addr, @addr + @len) lies in one VMA of current whose faults are local. */
-static bool uu_range_faultable(unsigned long addr, size_t len)
+/* Whether a fault on @vma's pages can only wait for local I/O. */
+static bool uu_vma_faultable(struct vm_area_struct *vma)
+{
+	if (!uu_vma_ordinary(vma) || userfaultfd_armed(vma))
+		return false;
+	if (!vma->vm_file || vma_is_anonymous(vma))
+		return true;
+	return uu_sb_local(file_inode(vma->vm_file)->i_sb);
+}
+
+/**
+ * uu_unwind_ordinary - whether current's mapping at @addr is ordinary memory
+ * @addr: a user address
+ * @start: filled with the mapping's first address
+ * @end: filled with the address after its last one
+ *
+ * Context: task; takes the VMA's lock, or tries mmap_lock.
+ * Return: 0 for anonymous memory or a file's pages; -EPERM for a VM_IO or VM_PFNMAP
+ * mapping (counted as unwind_reads_refused); -EFAULT without a mapping or when mmap_lock
+ * was taken.
+ */
+int uu_unwind_ordinary(u64 addr, u64 *start, u64 *end)
 {
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
-	bool ok;
+	bool locked = false;
+	int ret = -EFAULT;
 
 	if (!mm)
-		return false;
+		return -EFAULT;
 	vma = lock_vma_under_rcu(mm, addr);
-	if (vma) {
-		ok = addr + len <= vma->vm_end && uu_vma_faultable(vma);
-		vma_end_read(vma);
-		return ok;
+	if (!vma) {
+		if (!mmap_read_trylock(mm))
+			return -EFAULT;
+		locked = true;
+		vma = vma_lookup(mm, addr);
 	}
-	if (!mmap_read_trylock(mm))
-		return false;
+	if (vma) {
+		*start = vma->vm_start;
+		*end = vma->vm_end;
+		ret = uu_vma_ordinary(vma) ? 0 : -EPERM;
+	}
+	if (locked)
+		mmap_read_unlock(mm);
+	else if (vma)
+		vma_end_read(vma);
+	if (ret == -EPERM)
+		uu_stat_add(UU_STAT_UNWIND_READS_REFUSED, 1);
+	return ret;
+}
+
+/*
+ * Faults in the pages of [@addr, @addr + @len) of current and reads them, all under
+ * mmap_lock (see the top of this file). @len is at most a page.
+ */
+static int uu_read_faulting(void *dst, u64 addr, size_t len)
+{
+	const void __user *src = (const void __user *)(unsigned long)addr;
+	struct mm_struct *mm = current->mm;
+	struct vm_area_struct *vma;
+	u64 page;
+	int ret = -EAGAIN;
+
+	if (!mm || !mmap_read_trylock(mm)) {
+		uu_stat_add(UU_STAT_UNWIND_READS_UNFAULTED, 1);
+		return -EAGAIN;
+	}
 	vma = vma_lookup(mm, addr);
-	ok = vma && addr + len <= vma->vm_end && uu_vma_faultable(vma);
+	if (!vma || addr + len > vma->vm_end) {
+		ret = -EFAULT;
+		goto out;
+	}
+	if (!uu_vma_faultable(vma)) {
+		uu_stat_add(UU_STAT_UNWIND_READS_UNFAULTED, 1);
+		goto out;
+	}
+	for (page = addr & PAGE_MASK; page < addr + len; page += PAGE_SIZE) {
+		/* No FAULT_FLAG_ALLOW_RETRY: the lock is never dropped, the VMA stays. */
+		if (fixup_user_fault(mm, page, 0, NULL)) {
+			ret = -EFAULT;
+			goto out;
+		}
+	}
+	/* A page reclaimed since is not faulted again: the next stack gets it. */
+	ret = copy_from_user_nofault(dst, src, len) ? -EAGAIN : 0;
+out:
 	mmap_read_unlock(mm);
-	return ok;
+	return ret;
 }
 
 /**
  * uu_unwind_read - read current's user memory for the unwinder
  * @dst: destination
- * @addr: user address
+ * @addr: user address, in memory uu_unwind_ordinary() accepted
  * @len: bytes
  *
  * Without faulting first; then, for a page not mapped yet, faulting where that can only
@@ -146,11 +225,18 @@ int uu_unwind_read(void *dst, u64 addr, size_t len)
 		return 0;
 	if (addr >= TASK_SIZE_MAX || !len || len > PAGE_SIZE)
 		return -EFAULT;
-	if (!uu_range_faultable(addr, len)) {
-		uu_stat_add(UU_STAT_UNWIND_READS_UNFAULTED, 1);
-		return -EAGAIN;
-	}
-	return copy_from_user(dst, src, len) ? -EFAULT : 0;
+	return uu_read_faulting(dst, addr, len);
+}
+
+/* Whether @vma is the vDSO: the special mapping that names itself so, as in /proc/PID/maps. */
+static bool uu_vma_is_vdso(struct vm_area_struct *vma)
+{
+	const char *name;
+
+	if (!vma->vm_ops || !vma->vm_ops->name)
+		return false;
+	name = vma->vm_ops->name(vma);
+	return name && !strcmp(name, "[vdso]");
 }
 
 static void uu_fill_region(struct vm_area_struct *vma, struct uu_region *r)
@@ -161,7 +247,7 @@ static void uu_fill_region(struct vm_area_struct *vma, struct uu_region *r)
 	r->kind = UU_REGION_ANON;
 	if (uu_vma_file_id(vma, &r->id))
 		r->kind = UU_REGION_FILE;
-	else if (vma->vm_mm && vma->vm_start == (unsigned long)vma->vm_mm->context.vdso)
+	else if (uu_vma_is_vdso(vma) && !vma->vm_pgoff)
 		r->kind = UU_REGION_VDSO;
 }
 
@@ -202,48 +288,133 @@ int uu_unwind_region(u64 addr, struct uu_region *r)
 	return vma ? 0 : -ENOENT;
 }
 
-/* VMAs walked back from a frame's to the one mapping its file at offset 0, at most. */
-#define UU_BASE_WALK 16
-
 /**
- * uu_unwind_elf_base - where offset 0 of the file mapped at @addr is mapped
- * @addr: a user address in a file mapping
+ * uu_unwind_object_open - hold the object mapped at @addr, to read its unwind table
+ * @addr: a user address in a mapping uu_unwind_region() found of kind UU_REGION_FILE or
+ *        UU_REGION_VDSO
+ * @o: filled with the object: for a file, the file held (get_file()), its identity and
+ *     whether it is open for writing; for the vDSO, its start
  *
- * The VMA of the same file at page offset 0, found walking back over the VMAs just below
- * @addr's, which hold the object's other segments (ld.so maps an object in one piece).
- *
- * Context: task; tries mmap_lock.
- * Return: the address, or 0 when not found (or mmap_lock was taken).
+ * Context: task; takes the VMA's lock, or tries mmap_lock.
+ * Return: 0; -ENOENT when the mapping at @addr is no object; -EBUSY when mmap_lock was
+ * taken. On success uu_unwind_object_close() must follow.
  */
-u64 uu_unwind_elf_base(u64 addr)
+int uu_unwind_object_open(u64 addr, struct uu_object *o)
 {
 	struct mm_struct *mm = current->mm;
-	struct vm_area_struct *vma, *prev;
-	struct inode *inode;
-	u64 base = 0;
-	int i;
+	struct vm_area_struct *vma;
+	struct file *file;
+	bool locked = false;
+	int ret = -ENOENT;
 
-	if (!mm || !mmap_read_trylock(mm))
-		return 0;
-	vma = vma_lookup(mm, addr);
-	if (!vma || !vma->vm_file)
-		goto out;
-	inode = file_inode(vma->vm_file);
-	for (i = 0; i < UU_BASE_WALK; i++) {
-		if (vma->vm_file && file_inode(vma->vm_file) == inode && !vma->vm_pgoff) {
-			base = vma->vm_start;
-			break;
-		}
-		if (vma->vm_file && file_inode(vma->vm_file) != inode)
-			break;
-		if (!vma->vm_start)
-			break;
-		prev = find_vma(mm, vma->vm_start - 1);
-		if (!prev || prev == vma)
-			break;
-		vma = prev;
+	memset(o, 0, sizeof(*o));
+	if (!mm)
+		return -ENOENT;
+	vma = lock_vma_under_rcu(mm, addr);
+	if (!vma) {
+		if (!mmap_read_trylock(mm))
+			return -EBUSY;
+		locked = true;
+		vma = vma_lookup(mm, addr);
+		if (!vma)
+			goto out;
+	}
+	file = uu_vma_file_id(vma, &o->id);
+	if (file) {
+		o->file = get_file(file);
+		o->writers = atomic_read(&file_inode(file)->i_writecount) > 0;
+		o->kind = UU_REGION_FILE;
+		ret = 0;
+	} else if (uu_vma_is_vdso(vma) && !vma->vm_pgoff) {
+		o->start = vma->vm_start;
+		o->size = vma->vm_end - vma->vm_start;
+		o->kind = UU_REGION_VDSO;
+		ret = 0;
 	}
 out:
-	mmap_read_unlock(mm);
-	return base;
+	if (locked)
+		mmap_read_unlock(mm);
+	else
+		vma_end_read(vma);
+	return ret;
+}
+
+/**
+ * uu_unwind_object_read - read the object uu_unwind_object_open() holds
+ * @o: the object
+ * @offset: a file offset
+ * @buf: destination
+ * @len: bytes, at most a page
+ *
+ * A file is read from its page cache, never from the process's mapping; a page not
+ * cached is read from the disk of a block-backed filesystem (I/O that only waits for the
+ * device), and not at all elsewhere. The vDSO is read where it is mapped.
+ *
+ * Context: task, the deferred-unwind callback, may sleep.
+ * Return: 0, or a negative errno (-EAGAIN: not cached, not read).
+ */
+int uu_unwind_object_read(struct uu_object *o, u64 offset, void *buf, size_t len)
+{
+	struct file *file = o->file;
+	struct folio *folio;
+	size_t done = 0;
+	long n;
+
+	if (len > PAGE_SIZE)
+		return -EINVAL;
+	if (o->kind == UU_REGION_VDSO)
+		return offset > o->size || len > o->size - offset ? -EFAULT :
+		       uu_unwind_read(buf, o->start + offset, len);
+	while (done < len) {
+		n = uu_file_read(file, offset + done, (u8 *)buf + done, len - done);
+		if (n == -EAGAIN && (file_inode(file)->i_sb->s_type->fs_flags & FS_REQUIRES_DEV) &&
+		    file->f_mapping->a_ops->read_folio) {
+			folio = read_cache_folio(file->f_mapping, (offset + done) >> PAGE_SHIFT,
+						 NULL, file);
+			if (IS_ERR(folio))
+				return PTR_ERR(folio);
+			folio_put(folio);
+			n = uu_file_read(file, offset + done, (u8 *)buf + done, len - done);
+		}
+		if (n <= 0)
+			return n ? n : -EFAULT;
+		done += n;
+	}
+	return 0;
+}
+
+/**
+ * uu_unwind_object_close - let go of the object uu_unwind_object_open() held
+ * @o: the object
+ *
+ * Context: task.
+ * Return: whether what was read from it was its settled content, which caches shared by
+ * every process may keep: for a file, no writer had it open when it was opened nor has
+ * now (a write changes the change time before the data, file_modified(), so the identity
+ * alone cannot tell a half-written table), and its change time is the one of its
+ * identity; for the vDSO, it is still mapped there and no page of it was ever copied on
+ * write (a debugger's breakpoint): its VMA has no anon_vma.
+ */
+bool uu_unwind_object_close(struct uu_object *o)
+{
+	struct mm_struct *mm = current->mm;
+	struct vm_area_struct *vma;
+	struct timespec64 ctime;
+	bool stable = false;
+
+	if (o->kind == UU_REGION_FILE) {
+		ctime = uu_ctime(file_user_inode(o->file));
+		stable = !o->writers && atomic_read(&file_inode(o->file)->i_writecount) <= 0 &&
+			 ctime.tv_sec == o->id.ctime_sec && ctime.tv_nsec == o->id.ctime_nsec;
+		fput(o->file);
+	} else if (o->kind == UU_REGION_VDSO && mm) {
+		vma = lock_vma_under_rcu(mm, o->start);
+		if (vma) {
+			stable = vma->vm_start == o->start && uu_vma_is_vdso(vma) &&
+				 !READ_ONCE(vma->anon_vma);
+			vma_end_read(vma);
+		}
+	}
+	memset(o, 0, sizeof(*o));
+	return stable;
 }

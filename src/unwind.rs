@@ -2,11 +2,13 @@
 
 //! The `.eh_frame` unwinder in the deferred callback: the glue between the pure unwinder
 //! ([`crate::logic::unwinder`]) and the task (`src/unwind.c`): user memory read with
-//! `copy_from_user()` (never `kernel_read()`), mappings looked up with the per-VMA lock,
-//! the caches shared by every task, and the buffers the unwind works in.
+//! `copy_from_user()` (ordinary memory only: never a `VM_IO` or `VM_PFNMAP` mapping), the
+//! objects' unwind tables read from their files' page cache (never from the process's
+//! copy, which it may have written), mappings looked up with the per-VMA lock, the caches
+//! shared by every task, and the buffers the unwind works in.
 //!
-//! Memory: the row and table caches are static, about 100 KiB; the work buffers (the CIE
-//! and FDE scratch, the 511 frames and a 256-byte read block, 8.5 KiB each) are a static
+//! Memory: the row and table caches are static, about 110 KiB; the work buffers (the CIE
+//! and FDE scratch, the 511 frames and two 256-byte read blocks, 8.7 KiB each) are a static
 //! pool of [`POOL_SLOTS`] (68 KiB): a callback takes a free one without allocating, and
 //! when all are in use (as many tasks in the callback at once, each faulting a page in) it
 //! records the kernel's frame-pointer stack instead.
@@ -34,6 +36,7 @@ struct Work {
     scratch: Scratch,
     ips: [u64; MAX_FRAMES],
     block: [u8; BLOCK],
+    object_block: [u8; BLOCK],
 }
 
 /// A pool slot.
@@ -58,6 +61,7 @@ impl PoolSlot {
                 scratch: Scratch::new(),
                 ips: [0; MAX_FRAMES],
                 block: [0; BLOCK],
+                object_block: [0; BLOCK],
             }),
         }
     }
@@ -99,13 +103,20 @@ const BLOCK: usize = 256;
 /// `current`'s memory and mappings, as the unwinder reads them.
 struct Current<'k> {
     keys: &'k Keys,
-    /// The start of the vDSO, once a frame was found in it.
-    vdso: Option<u64>,
     /// The last block read, at `block_addr` (`u64::MAX`: none): the frames of a stack lie
-    /// next to each other, so one user copy serves several of them, and the reads of a
-    /// table entry one.
+    /// next to each other, so one user copy serves several of them.
     block: &'k mut [u8; BLOCK],
     block_addr: u64,
+    /// Mappings found to be ordinary memory in this stack (`start..end`; empty: none):
+    /// reads elsewhere ask first.
+    ordinary: [(u64, u64); ORDINARY],
+    next_ordinary: usize,
+    /// The object whose table is read, held between `object_open` and `object_close`.
+    object: Option<ffi::UuObject>,
+    /// The last block of its file read, at file offset `object_block_at` (`u64::MAX`:
+    /// none): a table's reads lie close together.
+    object_block: &'k mut [u8; BLOCK],
+    object_block_at: u64,
     /// The file mappings looked up, for the translation.
     known: [KnownVma; KNOWN],
     nr_known: usize,
@@ -113,6 +124,8 @@ struct Current<'k> {
 
 /// File mappings a stack hands to the translation, at most.
 const KNOWN: usize = 8;
+/// Ordinary mappings a stack remembers: its stack, and one more.
+const ORDINARY: usize = 2;
 
 /// Reads `buf.len()` bytes of `current`'s memory at `addr`.
 fn read_user(addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
@@ -125,6 +138,37 @@ fn read_user(addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
 }
 
 impl Current<'_> {
+    /// Whether `addr..addr + len` lies in mappings of ordinary memory (asked of the
+    /// kernel for a mapping not seen yet in this stack).
+    fn is_ordinary(&mut self, addr: u64, len: usize) -> bool {
+        let Some(last) = addr.checked_add(len.max(1) as u64 - 1) else {
+            return false;
+        };
+        [addr, last].into_iter().all(|a| {
+            if self.ordinary.iter().any(|&(s, e)| s <= a && a < e) {
+                return true;
+            }
+            let (mut start, mut end) = (0, 0);
+            // SAFETY: `start` and `end` are valid for writes; task context of `current`.
+            if unsafe { ffi::uu_unwind_ordinary(a, &mut start, &mut end) } != 0 {
+                return false;
+            }
+            if let Some(slot) = self.ordinary.get_mut(self.next_ordinary % ORDINARY) {
+                *slot = (start, end);
+            }
+            self.next_ordinary = self.next_ordinary.wrapping_add(1);
+            true
+        })
+    }
+
+    /// Reads `buf.len()` bytes of `current`'s ordinary memory at `addr`.
+    fn read_ordinary(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        if !self.is_ordinary(addr, buf.len()) {
+            return Err(CfiError::Read);
+        }
+        read_user(addr, buf)
+    }
+
     /// The bytes `start..end` of the block holding `addr` (`start` its offset there), read
     /// first if it is not the last one read; `None` when it cannot be.
     #[inline(always)]
@@ -133,12 +177,28 @@ impl Current<'_> {
         let start = (addr - base) as usize;
         let end = start.checked_add(len).filter(|&end| end <= BLOCK)?;
         if self.block_addr != base {
-            // The block lies in the page of `addr`: readable whenever `addr` is.
+            // The block lies in the page of `addr`, so in its mapping.
             self.block_addr = u64::MAX;
+            if !self.is_ordinary(base, BLOCK) {
+                return None;
+            }
             read_user(base, &mut self.block[..]).ok()?;
             self.block_addr = base;
         }
         self.block.get(start..end)
+    }
+
+    /// Reads the open object's file at `offset`, whole.
+    fn read_object(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        let object = self.object.as_mut().ok_or(CfiError::Read)?;
+        // SAFETY: `object` was filled by `uu_unwind_object_open()` and not closed; `buf` is
+        // valid for `buf.len()` bytes of writes; task context of `current`.
+        match unsafe {
+            ffi::uu_unwind_object_read(object, offset, buf.as_mut_ptr().cast(), buf.len())
+        } {
+            0 => Ok(()),
+            _ => Err(CfiError::Read),
+        }
     }
 }
 
@@ -149,7 +209,7 @@ impl Memory for Current<'_> {
                 buf.copy_from_slice(bytes);
                 Ok(())
             }
-            None => read_user(addr, buf),
+            None => self.read_ordinary(addr, buf),
         }
     }
 
@@ -162,7 +222,7 @@ impl Memory for Current<'_> {
             Some(word) => Ok(u64::from_le_bytes(word)),
             None => {
                 let mut b = [0u8; 8];
-                read_user(addr, &mut b)?;
+                self.read_ordinary(addr, &mut b)?;
                 Ok(u64::from_le_bytes(b))
             }
         }
@@ -194,10 +254,7 @@ impl Task for Current<'_> {
                 }
                 Some(cookie)
             }
-            ffi::UU_REGION_VDSO => {
-                self.vdso = Some(r.start);
-                Some(name_cookie(b"[vdso]", &self.keys.name))
-            }
+            ffi::UU_REGION_VDSO => Some(name_cookie(b"[vdso]", &self.keys.name)),
             _ => None,
         };
         Some(Region {
@@ -208,13 +265,65 @@ impl Task for Current<'_> {
         })
     }
 
-    fn elf_base(&mut self, region: &Region, addr: u64) -> Option<u64> {
-        if self.vdso == Some(region.start) {
-            return Some(region.start);
+    fn object_open(&mut self, region: &Region, addr: u64) -> Result<(), CfiError> {
+        let mut o = ffi::UuObject::default();
+        // SAFETY: `o` is valid for a write; task context of `current`.
+        let ret = unsafe { ffi::uu_unwind_object_open(addr, &mut o) };
+        if ret == kernel::error::code::EBUSY.to_errno() {
+            stats::add(Stat::LookupsContended, 1);
         }
-        // SAFETY: Task context of `current`.
-        let base = unsafe { ffi::uu_unwind_elf_base(addr) };
-        (base != 0).then_some(base)
+        if ret != 0 {
+            return Err(CfiError::Read);
+        }
+        let key = match o.kind {
+            ffi::UU_REGION_FILE => COOKIES.cookie(&o.id, &self.keys.file),
+            _ => name_cookie(b"[vdso]", &self.keys.name),
+        };
+        self.object = Some(o);
+        self.object_block_at = u64::MAX;
+        if Some(key) != region.key {
+            // Another object is mapped there now.
+            self.object_close();
+            return Err(CfiError::Read);
+        }
+        Ok(())
+    }
+
+    fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        let base = offset & !(BLOCK as u64 - 1);
+        let start = (offset - base) as usize;
+        let Some(end) = start.checked_add(buf.len()).filter(|&end| end <= BLOCK) else {
+            return self.read_object(offset, buf);
+        };
+        if self.object_block_at != base {
+            self.object_block_at = u64::MAX;
+            let mut block = [0u8; BLOCK];
+            if self.read_object(base, &mut block).is_err() {
+                // The end of the file may lie inside the block.
+                return self.read_object(offset, buf);
+            }
+            *self.object_block = block;
+            self.object_block_at = base;
+        }
+        let bytes = self.object_block.get(start..end).ok_or(CfiError::Read)?;
+        buf.copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn object_close(&mut self) -> bool {
+        let Some(mut o) = self.object.take() else {
+            return false;
+        };
+        // SAFETY: `o` was filled by `uu_unwind_object_open()` and is closed once: taken out
+        // of `self.object`.
+        unsafe { ffi::uu_unwind_object_close(&mut o) }
+    }
+}
+
+impl Drop for Current<'_> {
+    fn drop(&mut self) {
+        // An object left open by an unwind that stopped half-way is let go of.
+        self.object_close();
     }
 }
 
@@ -231,9 +340,13 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
     let work = taken.work();
     let mut task = Current {
         keys,
-        vdso: None,
         block: &mut work.block,
         block_addr: u64::MAX,
+        ordinary: [(0, 0); ORDINARY],
+        next_ordinary: 0,
+        object: None,
+        object_block: &mut work.object_block,
+        object_block_at: u64::MAX,
         known: [KnownVma::default(); KNOWN],
         nr_known: 0,
     };
@@ -261,6 +374,7 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         (Stat::UnwindRowMisses, counts.row_misses),
         (Stat::UnwindCfiErrors, counts.errors),
         (Stat::UnwindTablesUnread, counts.table_unread),
+        (Stat::UnwindTablesUnstable, counts.unsettled),
         (Stat::UnwindTruncated, end.truncated().into()),
     ] {
         if n != 0 {

@@ -74,6 +74,30 @@ mod ffi {
         pub(crate) pad: u32,
     }
 
+    /// `struct uu_object`: an object whose unwind table is read.
+    #[repr(C)]
+    pub(crate) struct UuObject {
+        pub(crate) file: *mut c_void,
+        pub(crate) start: u64,
+        pub(crate) size: u64,
+        pub(crate) id: FileId,
+        pub(crate) kind: u32,
+        pub(crate) writers: u32,
+    }
+
+    impl Default for UuObject {
+        fn default() -> Self {
+            UuObject {
+                file: core::ptr::null_mut(),
+                start: 0,
+                size: 0,
+                id: FileId::default(),
+                kind: 0,
+                writers: 0,
+            }
+        }
+    }
+
     /// `UU_REGION_FILE`: a file with an identity.
     pub(crate) const UU_REGION_FILE: u32 = 1;
     /// `UU_REGION_VDSO`: the vDSO.
@@ -138,7 +162,15 @@ mod ffi {
         pub(crate) fn uu_unwind_user_end() -> u64;
         pub(crate) fn uu_unwind_read(dst: *mut c_void, addr: u64, len: usize) -> c_int;
         pub(crate) fn uu_unwind_region(addr: u64, r: *mut UuRegion) -> c_int;
-        pub(crate) fn uu_unwind_elf_base(addr: u64) -> u64;
+        pub(crate) fn uu_unwind_ordinary(addr: u64, start: *mut u64, end: *mut u64) -> c_int;
+        pub(crate) fn uu_unwind_object_open(addr: u64, o: *mut UuObject) -> c_int;
+        pub(crate) fn uu_unwind_object_read(
+            o: *mut UuObject,
+            offset: u64,
+            buf: *mut c_void,
+            len: usize,
+        ) -> c_int;
+        pub(crate) fn uu_unwind_object_close(o: *mut UuObject) -> bool;
         pub(crate) fn uu_vma_memo_find(addr: u64, r: *mut UuRegion) -> c_int;
         pub(crate) fn uu_vma_memo_note(vma: *mut c_void, id: *const crate::logic::frames::FileId);
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.

@@ -17,6 +17,15 @@
  * entry, under RCU: an inode freed by a munmap racing the lookup is freed only after a grace
  * period (VFS inodes are RCU-freed), and the count check then rejects what was read.
  *
+ * The count is 32 bits wide and moves by 2 a write cycle of mmap_lock: after 2^31 cycles it
+ * reads the same again, and an equal count proves nothing (mm/mmap_lock.c accepts false
+ * "locked" answers after a wrap, never false "unchanged" ones, because its users keep a
+ * count for one short window). A memo's count is kept at most UU_MEMO_LIFE: each write
+ * cycle of mmap_lock is a system call (mmap, munmap, mprotect, brk...) taking the
+ * rwsem and the count's two writes, far more than a nanosecond, and 2^31 cycles even of
+ * one nanosecond take 2.1 s, 21 times the bound. An older memo is not used (counted as
+ * memo_expired) and the next note empties it.
+ *
  * The change time is not in the VMA: a file rewritten in place keeps its mappings. A lookup
  * reads it afresh from the inode, so the identity is the file's as of now, as a lookup under
  * the VMA's lock would give it.
@@ -26,6 +35,7 @@
  * Kernels without per-VMA locks have no sequence count to check: nothing is memoized.
  */
 #include <linux/fs.h>
+#include <linux/jiffies.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
 #include <linux/percpu.h>
@@ -36,6 +46,8 @@
 
 /* File mappings a memo keeps: a program, its libraries and ld.so. */
 #define UU_MEMO_VMAS 8
+/* How long a memo's sequence count is trusted, in jiffies: 100 ms (see the top). */
+#define UU_MEMO_LIFE max(HZ / 10, 1)
 
 struct uu_memo_vma {
 	u64 start;
@@ -48,11 +60,17 @@ struct uu_memo_vma {
 struct uu_memo {
 	struct mm_struct *mm;		/* mmgrab()ed, or NULL */
 	unsigned int seq;		/* mm->mm_lock_seq when the entries were noted */
+	unsigned long noted;		/* jiffies when seq was read */
 	unsigned int next;		/* the entry the next note replaces */
 	struct uu_memo_vma vma[UU_MEMO_VMAS];
 };
 
 static DEFINE_PER_CPU(struct uu_memo, uu_memos);
+
+static bool uu_memo_expired(const struct uu_memo *m)
+{
+	return time_after(jiffies, m->noted + UU_MEMO_LIFE);
+}
 
 /**
  * uu_vma_memo_find - the file mapping of current that holds @addr, from this CPU's memo
@@ -78,6 +96,10 @@ int uu_vma_memo_find(u64 addr, struct uu_region *r)
 	m = get_cpu_ptr(&uu_memos);
 	if (m->mm != mm || !mmap_lock_speculate_try_begin(mm, &seq) || seq != m->seq)
 		goto out;
+	if (uu_memo_expired(m)) {
+		uu_stat_add(UU_STAT_MEMO_EXPIRED, 1);
+		goto out;
+	}
 	for (i = 0; i < UU_MEMO_VMAS; i++) {
 		v = &m->vma[i];
 		if (addr < v->start || addr >= v->end)
@@ -121,7 +143,7 @@ void uu_vma_memo_note(struct vm_area_struct *vma, const struct uu_file_id *id)
 	if (!mmap_lock_speculate_try_begin(mm, &seq))
 		return;
 	m = get_cpu_ptr(&uu_memos);
-	if (m->mm != mm || m->seq != seq) {
+	if (m->mm != mm || m->seq != seq || uu_memo_expired(m)) {
 		if (m->mm != mm) {
 			mmgrab(mm);
 			drop = m->mm;
@@ -129,6 +151,7 @@ void uu_vma_memo_note(struct vm_area_struct *vma, const struct uu_file_id *id)
 		}
 		memset(m->vma, 0, sizeof(m->vma));
 		m->seq = seq;
+		m->noted = jiffies;
 		m->next = 0;
 	}
 	for (i = 0; i < UU_MEMO_VMAS; i++)

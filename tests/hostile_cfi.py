@@ -199,8 +199,9 @@ CASES = {
     "table_fde_below": (image(hdr_bytes=hdr(entries=((CODE, -0x800),))), "cut", FP),
     "table_fde_kernel": (image(hdr_bytes=hdr(table_enc=0x04, raw_entries=struct.pack(
         "<QQ", 0, KERNEL))), "cut", FP),
+    # Address 0 of the object is its ELF header, read from the file: no FDE there.
     "table_fde_null": (image(hdr_bytes=hdr(table_enc=0x04, raw_entries=struct.pack(
-        "<QQ", 0, 0))), "cut", FP),
+        "<QQ", 0, 0))), "cut", "table"),
     # Just below the top of user space (the read straddles it), and non-canonical.
     "table_fde_user_top": (image(hdr_bytes=hdr(table_enc=0x04, raw_entries=struct.pack(
         "<QQ", 0, 0x7fffffffeffc))), "cut", FP),
@@ -221,12 +222,14 @@ CASES = {
     # another FDE whose own CIE pointer points back at the first (a loop, if followed).
     "cie_is_the_fde": (image(fde_bytes=fde(cie_at=FDE)), "cut", "table"),
     "cie_ptr_zero": (image(fde_bytes=fde(cie_ptr=0)), "cut", "table"),
-    "cie_ptr_in_guard": (image(fde_bytes=fde(cie_at=-0x800)), "cut", FP),
+    # The object's own bytes below its table (its addresses are the file's): no CIE there.
+    "cie_ptr_in_guard": (image(fde_bytes=fde(cie_at=-0x800)), "cut", "table"),
     "cie_ptr_loop": (image(hdr_bytes=hdr(entries=((CODE, 0x600),)),
                            fde_bytes=fde(cie_at=0x600),
                            extra=[(0x600, fde(at=0x600, cie_at=FDE))]), "cut", "table"),
-    # A CIE pointer is unsigned, counted back: one "forward" wraps to 4 GiB below.
-    "cie_ptr_forward": (image(fde_bytes=fde(cie_at=0x600)), "cut", "bad_frame"),
+    # A CIE pointer is unsigned, counted back: one "forward" wraps to 4 GiB below, below
+    # the object's first address.
+    "cie_ptr_forward": (image(fde_bytes=fde(cie_at=0x600)), "cut", "table"),
     # CIE lengths and fields.
     "cie_len_huge": (image(cie_bytes=cie(length=0x7ffffff0)), "cut", "table"),
     "cie_len_ext64_huge": (image(cie_bytes=cie(ext=True, ext_length=0xffffffffffff)), "cut",

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
 use user_unwind_logic::logic::cfi::step::{Regs, Scratch};
-use user_unwind_logic::logic::cfi::{CfiError, Memory};
+use user_unwind_logic::logic::cfi::{CfiError, Memory, Slice};
 use user_unwind_logic::logic::unwinder::{unwind, Caches, End, Region, Task};
 
 /// Where the image is mapped (a page above the guard below it) and the stack.
@@ -51,8 +51,20 @@ impl Task for Hostile<'_> {
         })
     }
 
-    fn elf_base(&mut self, _region: &Region, _addr: u64) -> Option<u64> {
-        Some(BASE)
+    fn object_open(&mut self, _region: &Region, _addr: u64) -> Result<(), CfiError> {
+        Ok(())
+    }
+
+    fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        Slice {
+            base: 0,
+            bytes: self.file,
+        }
+        .read(offset, buf)
+    }
+
+    fn object_close(&mut self) -> bool {
+        true
     }
 }
 

@@ -4,7 +4,7 @@
 //! pointers (GCC and Clang `-O2 -fomit-frame-pointer`) is stopped with ptrace at the entry
 //! of its `getppid` system call, deep in `main -> uu_a -> uu_b -> uu_c -> uu_lib_syscall`;
 //! the pure logic unwinds it from its registers, reading `/proc/PID/mem` and finding each
-//! object's `.eh_frame_hdr` from `/proc/PID/maps`; gdb, attached to the same stopped
+//! object's table from its file (found through `/proc/PID/maps`); gdb, attached to the same stopped
 //! process, must list the same PCs.
 
 mod common;
@@ -73,6 +73,8 @@ fn hdr_for(maps: &[Map], mem: &mut ProcMem, budget: &mut Budget, pc: u64) -> Opt
 struct ProcTask<'a> {
     mem: &'a mut ProcMem,
     maps: &'a [Map],
+    /// The file of the object whose table is being read.
+    object: Option<File>,
 }
 
 impl Memory for ProcTask<'_> {
@@ -98,14 +100,24 @@ impl Task for ProcTask<'_> {
         })
     }
 
-    fn elf_base(&mut self, region: &Region, _addr: u64) -> Option<u64> {
-        let m = self.maps.iter().find(|m| m.start == region.start)?;
-        Some(
-            self.maps
-                .iter()
-                .find(|b| b.path == m.path && b.offset == 0)?
-                .start,
-        )
+    /// The object's file itself, by its path, as the module reads it from the page cache.
+    fn object_open(&mut self, region: &Region, _addr: u64) -> Result<(), CfiError> {
+        let m = self
+            .maps
+            .iter()
+            .find(|m| m.start == region.start)
+            .ok_or(CfiError::Read)?;
+        self.object = Some(File::open(&m.path).map_err(|_| CfiError::Read)?);
+        Ok(())
+    }
+
+    fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        let file = self.object.as_ref().ok_or(CfiError::Read)?;
+        file.read_exact_at(buf, offset).map_err(|_| CfiError::Read)
+    }
+
+    fn object_close(&mut self) -> bool {
+        self.object.take().is_some()
     }
 }
 
@@ -230,6 +242,7 @@ fn stop_and_unwind(prog: &str, args: &[&str]) -> Option<(std::process::Child, Ve
         let mut task = ProcTask {
             mem: &mut mem,
             maps: &maps,
+            object: None,
         };
         let mut ips = [0u64; 64];
         let (n, end, counts) = unwind(&mut task, start, 1 << 47, &caches, &mut scratch, &mut ips);

@@ -30,8 +30,14 @@ impl Task for Synthetic<'_> {
             key: Some(5),
         })
     }
-    fn elf_base(&mut self, _region: &Region, _addr: u64) -> Option<u64> {
-        None
+    fn object_open(&mut self, _region: &Region, _addr: u64) -> Result<(), CfiError> {
+        Err(CfiError::Read)
+    }
+    fn object_read(&mut self, _offset: u64, _buf: &mut [u8]) -> Result<(), CfiError> {
+        Err(CfiError::Read)
+    }
+    fn object_close(&mut self) -> bool {
+        false
     }
 }
 
@@ -107,8 +113,14 @@ fn random_memory_never_hangs_or_panics() {
                 key: Some(7),
             })
         }
-        fn elf_base(&mut self, _region: &Region, _addr: u64) -> Option<u64> {
-            Some(0x1000)
+        fn object_open(&mut self, _region: &Region, _addr: u64) -> Result<(), CfiError> {
+            Ok(())
+        }
+        fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+            self.image.read(offset.wrapping_add(0x1000), buf)
+        }
+        fn object_close(&mut self) -> bool {
+            true
         }
     }
     let mut image = vec![0u8; 8192];

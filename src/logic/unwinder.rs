@@ -13,8 +13,17 @@
 //! unmapped, `dlclose`d, rewritten in place (a new change time, a new cookie) or replaced
 //! by `exec` can never hand out its old rows.
 //!
-//! - [`TableCache`]: per file, where its `.eh_frame_hdr` is relative to the file's first
-//!   mapped byte (or that it has none): [`TABLE_SLOTS`] slots of 48 bytes.
+//! What they hold is derived from the file's own content, read by file offset through
+//! [`Task::object_read`] (the page cache, in the module), never from the process's
+//! mapping: a process may write its private copy-on-write copy of a table, and what every
+//! other process is served must not depend on it. Addresses inside the object are its
+//! link-time addresses, translated to file offsets through its `PT_LOAD` segments
+//! ([`Object`]), so how a process maps the file cannot change what is read either. What
+//! was read while the file was being written is used for that frame and not kept
+//! ([`Task::object_close`]).
+//!
+//! - [`TableCache`]: per file, its segments, entry point and `.eh_frame_hdr` (or that it
+//!   has none): [`TABLE_SLOTS`] slots of 208 bytes.
 //! - [`RowCache`]: per (file, file offset of the address looked up), the row in force
 //!   there: [`ROW_SLOTS`] slots of 48 bytes, [`WAYS`]-way set-associative (a file cookie is
 //!   a keyed hash, so which rows collide changes with every load of the module). Only rows without DWARF
@@ -29,8 +38,12 @@ use core::sync::atomic::fence;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering;
 
-use super::cfi::elf::find_eh_frame_hdr;
+use super::cfi::elf::read_object;
+use super::cfi::elf::Load;
+use super::cfi::elf::Object;
+use super::cfi::elf::MAX_LOADS;
 use super::cfi::machine::Cfa;
+use super::cfi::machine::Found;
 use super::cfi::machine::Row;
 use super::cfi::machine::Rule;
 use super::cfi::read_u64;
@@ -80,9 +93,40 @@ pub struct Region {
 pub trait Task: Memory {
     /// The mapping holding `addr`, if any.
     fn region(&mut self, addr: u64) -> Option<Region>;
-    /// The address where offset 0 of the object `region` maps (its ELF header) is mapped
-    /// in this process, if it is.
-    fn elf_base(&mut self, region: &Region, addr: u64) -> Option<u64>;
+    /// Opens the object that `region` maps (it holds `addr`) for [`Task::object_read`]:
+    /// its content as its file holds it, never the process's private copy of a page.
+    /// Fails with [`CfiError::Read`] when it cannot be read or the mapping at `addr` no
+    /// longer maps the object of `region.key`. [`Task::object_close`] follows a success.
+    fn object_open(&mut self, region: &Region, addr: u64) -> Result<(), CfiError>;
+    /// Reads the open object's bytes at file offset `offset`.
+    fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError>;
+    /// Lets go of the open object; whether what was read from it is its settled content
+    /// (no writer had the file open, its identity did not change), which the caches
+    /// shared by every process may keep.
+    fn object_close(&mut self) -> bool;
+}
+
+/// The open object's bytes by file offset, as [`Memory`].
+struct FileOf<'t, T: Task>(&'t mut T);
+
+impl<T: Task> Memory for FileOf<'_, T> {
+    fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        self.0.object_read(offset, buf)
+    }
+}
+
+/// The open object's bytes by their link-time address, as [`Memory`]: what its `PT_LOAD`
+/// segments load from the file.
+struct ObjectOf<'t, T: Task> {
+    task: &'t mut T,
+    object: &'t Object,
+}
+
+impl<T: Task> Memory for ObjectOf<'_, T> {
+    fn read(&mut self, vaddr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        let offset = self.object.offset(vaddr, buf.len()).ok_or(CfiError::Read)?;
+        self.task.object_read(offset, buf)
+    }
 }
 
 /// How an unwind ended.
@@ -124,26 +168,43 @@ pub struct Counts {
     /// Frames whose table could not be read (a page not faulted in on a filesystem the
     /// glue does not fault on): unwound with the frame-pointer rule instead.
     pub table_unread: u32,
+    /// Tables read while their file was being written (or whose identity changed): used
+    /// for the frame, not cached.
+    pub unsettled: u32,
 }
 
-/// A table found for a file, relative to the address of its offset 0.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum TableInfo {
-    /// The file has no usable `.eh_frame_hdr`: its frames use the frame-pointer rule.
-    None,
-    /// Its header, with every address relative to the file's offset 0.
-    Hdr(Hdr),
+/// What a row lookup found.
+#[derive(Debug)]
+enum Lookup {
+    /// The row in force at the address, and whether it was read from the object's
+    /// settled content (so the row cache may keep it).
+    Row(Found, bool),
+    /// No FDE covers the address: the frame-pointer rule.
+    NoFde,
+    /// No FDE covers the address, which is in the object's entry point's first bytes, and
+    /// the frame pointer is 0: the outermost frame. The x86-64 ABI has the entry point
+    /// clear the frame pointer to mark the deepest frame; ld.so's `_start`, which calls
+    /// `_dl_start` and has no FDE, is the root of the loader's stacks before `main`.
+    Root,
 }
 
-fn hdr_rebase(h: &Hdr, from: u64, to: u64) -> Hdr {
-    let m = |a: u64| a.wrapping_sub(from).wrapping_add(to);
-    Hdr {
-        addr: m(h.addr),
-        eh_frame: m(h.eh_frame),
-        table: m(h.table),
-        ..*h
-    }
+/// Bytes from an entry point within which a return address without an FDE, with a zero
+/// frame pointer, is a root: ld.so's `_start` calls `_dl_start` within its first 8.
+const ROOT_SPAN: u64 = 16;
+
+/// What a file's headers say, as the [`TableCache`] keeps it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct TableInfo {
+    /// Its segments and entry point.
+    object: Object,
+    /// Its `.eh_frame_hdr`, in its own addresses; `None` when it has no usable one (its
+    /// frames use the frame-pointer rule).
+    hdr: Option<Hdr>,
 }
+
+/// Words of a [`TableCache`] slot: the key, a word of flags and sizes, the header's four
+/// addresses and count, the entry point and three words a segment.
+const TABLE_WORDS: usize = 7 + 3 * MAX_LOADS;
 
 /// A slot: a sequence count (odd while written) and `W` words, the first of which is the
 /// key (0: empty).
@@ -226,9 +287,9 @@ fn mix(a: u64, b: u64) -> u64 {
         .rotate_left(31)
 }
 
-/// Per file: its `.eh_frame_hdr`, relative to its offset 0.
+/// Per file: its segments, entry point and `.eh_frame_hdr`.
 pub struct TableCache {
-    slots: [Slot<6>; TABLE_SLOTS],
+    slots: [Slot<TABLE_WORDS>; TABLE_SLOTS],
 }
 
 impl Default for TableCache {
@@ -245,41 +306,63 @@ impl TableCache {
         }
     }
 
-    fn slot(&self, key: u64) -> &Slot<6> {
+    fn slot(&self, key: u64) -> &Slot<TABLE_WORDS> {
         &self.slots[(mix(key, 0) as usize) % TABLE_SLOTS]
     }
 
     fn get(&self, key: u64) -> Option<TableInfo> {
-        let [k, addr, eh_frame, table, count, meta] = self.slot(key).read()?;
-        if k != key || key == 0 {
+        let w = self.slot(key).read()?;
+        if w[0] != key || key == 0 {
             return None;
         }
-        if meta == 0 {
-            return Some(TableInfo::None);
+        let meta = w[1];
+        let mut object = Object {
+            nr_loads: ((meta >> 24) & 0xff) as usize,
+            entry: w[6],
+            ..Object::default()
+        };
+        if object.nr_loads > MAX_LOADS {
+            return None;
         }
-        Some(TableInfo::Hdr(Hdr {
-            addr,
-            eh_frame,
-            count,
-            table,
-            table_enc: meta as u8,
-            value_size: (meta >> 8) as u8,
-        }))
+        for (i, l) in object.loads.iter_mut().enumerate() {
+            let at = 7 + 3 * i;
+            *l = Load {
+                vaddr: w[at],
+                offset: w[at + 1],
+                filesz: w[at + 2],
+            };
+        }
+        let hdr = (meta & 1 != 0).then(|| Hdr {
+            addr: w[2],
+            eh_frame: w[3],
+            table: w[4],
+            count: w[5],
+            table_enc: (meta >> 8) as u8,
+            value_size: (meta >> 16) as u8,
+        });
+        object.eh_frame_hdr = hdr.map(|h| h.addr);
+        Some(TableInfo { object, hdr })
     }
 
-    fn put(&self, key: u64, info: TableInfo) {
-        let words = match info {
-            TableInfo::None => [key, 0, 0, 0, 0, 0],
-            TableInfo::Hdr(h) => [
-                key,
-                h.addr,
-                h.eh_frame,
-                h.table,
-                h.count,
-                u64::from(h.table_enc) | u64::from(h.value_size) << 8 | 1 << 16,
-            ],
-        };
-        self.slot(key).write(words);
+    fn put(&self, key: u64, info: &TableInfo) {
+        let mut w = [0u64; TABLE_WORDS];
+        w[0] = key;
+        w[1] = (info.object.nr_loads as u64) << 24;
+        if let Some(h) = info.hdr {
+            w[1] |= 1 | u64::from(h.table_enc) << 8 | u64::from(h.value_size) << 16;
+            w[2] = h.addr;
+            w[3] = h.eh_frame;
+            w[4] = h.table;
+            w[5] = h.count;
+        }
+        w[6] = info.object.entry;
+        for (i, l) in info.object.loads.iter().enumerate() {
+            let at = 7 + 3 * i;
+            w[at] = l.vaddr;
+            w[at + 1] = l.offset;
+            w[at + 2] = l.filesz;
+        }
+        self.slot(key).write(w);
     }
 
     /// Forgets everything.
@@ -605,36 +688,89 @@ impl<T: Task> Unwind<'_, T> {
         Some(seen)
     }
 
-    /// The `.eh_frame_hdr` of the object of `seen`, in this process's addresses: from the
-    /// table cache, else parsed from the object's headers. Only for a row not cached.
-    fn table(&mut self, seen: &Seen, pc: u64) -> Result<Hdr, CfiError> {
+    /// The row of the frame at `pc`, file offset `offset` in the object of `seen`, from
+    /// the object's file (its table from the table cache, else its headers read); `bp`,
+    /// the frame's frame pointer, tells its root (see [`Lookup::Root`]).
+    fn lookup(&mut self, seen: &Seen, pc: u64, offset: u64, bp: u64) -> Result<Lookup, CfiError> {
         let region = Region {
             start: seen.start,
             end: seen.end,
             offset: seen.offset,
             key: Some(seen.key),
         };
-        let base = self.task.elf_base(&region, pc).ok_or(CfiError::NoFde)?;
-        match self.caches.tables.get(seen.key) {
-            Some(TableInfo::Hdr(h)) => return Ok(hdr_rebase(&h, 0, base)),
-            Some(TableInfo::None) => return Err(CfiError::NoFde),
-            None => {}
+        self.task.object_open(&region, pc)?;
+        let found = self.lookup_open(seen.key, offset, bp);
+        let settled = self.task.object_close();
+        let (lookup, read) = found?;
+        match (read, settled) {
+            (Some(info), true) => self.caches.tables.put(seen.key, &info),
+            (_, false) => self.counts.unsettled += 1,
+            _ => {}
         }
-        let found = find_eh_frame_hdr(self.task, &mut self.budget, base)
-            .and_then(|at| Hdr::parse(self.task, &mut self.budget, at));
-        match found {
-            Ok(h) => {
-                self.caches
-                    .tables
-                    .put(seen.key, TableInfo::Hdr(hdr_rebase(&h, base, 0)));
-                Ok(h)
+        Ok(match lookup {
+            Lookup::Row(found, _) => Lookup::Row(found, settled),
+            other => other,
+        })
+    }
+
+    /// [`Unwind::lookup`] with the object open; also the table it read, if it was not
+    /// cached.
+    fn lookup_open(
+        &mut self,
+        key: u64,
+        offset: u64,
+        bp: u64,
+    ) -> Result<(Lookup, Option<TableInfo>), CfiError> {
+        let (info, read) = match self.caches.tables.get(key) {
+            Some(info) => (info, None),
+            None => {
+                let info = self.read_table()?;
+                (info, Some(info))
             }
-            Err(CfiError::NoFde | CfiError::Unsupported | CfiError::Malformed) => {
-                self.caches.tables.put(seen.key, TableInfo::None);
-                Err(CfiError::NoFde)
-            }
+        };
+        let Some(vaddr) = info.object.vaddr(offset) else {
+            return Ok((Lookup::NoFde, read));
+        };
+        let no_fde = if bp == 0 && vaddr.wrapping_sub(info.object.entry) < ROOT_SPAN {
+            Lookup::Root
+        } else {
+            Lookup::NoFde
+        };
+        let Some(hdr) = info.hdr else {
+            return Ok((no_fde, read));
+        };
+        let mut mem = ObjectOf {
+            task: &mut *self.task,
+            object: &info.object,
+        };
+        match find(&mut mem, &mut self.budget, &hdr, vaddr, self.scratch) {
+            Ok(found) => Ok((Lookup::Row(found, false), read)),
+            Err(CfiError::NoFde) => Ok((no_fde, read)),
             Err(e) => Err(e),
         }
+    }
+
+    /// The open object's segments, entry point and `.eh_frame_hdr`, from its file; an
+    /// object whose headers or `.eh_frame_hdr` are unusable has no table.
+    fn read_table(&mut self) -> Result<TableInfo, CfiError> {
+        let object = match read_object(&mut FileOf(&mut *self.task), &mut self.budget) {
+            Ok(object) => object,
+            Err(CfiError::Unsupported | CfiError::Malformed) => return Ok(TableInfo::default()),
+            Err(e) => return Err(e),
+        };
+        let Some(at) = object.eh_frame_hdr else {
+            return Ok(TableInfo { object, hdr: None });
+        };
+        let mut mem = ObjectOf {
+            task: &mut *self.task,
+            object: &object,
+        };
+        let hdr = match Hdr::parse(&mut mem, &mut self.budget, at) {
+            Ok(hdr) => Some(hdr),
+            Err(CfiError::NoFde | CfiError::Unsupported | CfiError::Malformed) => None,
+            Err(e) => return Err(e),
+        };
+        Ok(TableInfo { object, hdr })
     }
 
     /// The frame-pointer rule, where no table covers a frame.
@@ -677,17 +813,17 @@ impl<T: Task> Unwind<'_, T> {
             return apply_packed(self.task, &mut self.budget, p, regs, exact);
         }
         self.counts.row_misses += 1;
-        let found = self
-            .table(&seen, pc)
-            .and_then(|h| find(self.task, &mut self.budget, &h, pc, self.scratch));
-        match found {
-            Ok(found) => {
-                self.caches.rows.put(seen.key, offset, &found.row);
+        match self.lookup(&seen, pc, offset, regs.bp) {
+            Ok(Lookup::Row(found, settled)) => {
+                if settled {
+                    self.caches.rows.put(seen.key, offset, &found.row);
+                }
                 self.counts.cfi += 1;
                 let step = apply(self.task, &mut self.budget, &found.row, regs)?;
                 Ok(take(step, regs, exact))
             }
-            Err(CfiError::NoFde) => self.fp(regs, exact),
+            Ok(Lookup::Root) => Ok(Next::Outermost),
+            Ok(Lookup::NoFde) => self.fp(regs, exact),
             Err(CfiError::Read) => {
                 self.counts.table_unread += 1;
                 self.fp(regs, exact)
@@ -882,7 +1018,7 @@ mod tests {
     }
 
     #[test]
-    fn tables_round_trip_and_rebase() {
+    fn tables_round_trip() {
         let c = TableCache::new();
         let h = Hdr {
             addr: 0x1000,
@@ -892,17 +1028,38 @@ mod tests {
             table: 0x100c,
             value_size: 4,
         };
-        c.put(42, TableInfo::Hdr(h));
-        c.put(43, TableInfo::None);
-        assert_eq!(c.get(42), Some(TableInfo::Hdr(h)));
-        assert_eq!(c.get(43), Some(TableInfo::None));
+        let mut object = Object {
+            nr_loads: MAX_LOADS,
+            entry: 0x1040,
+            eh_frame_hdr: Some(h.addr),
+            ..Object::default()
+        };
+        for (i, l) in object.loads.iter_mut().enumerate() {
+            *l = Load {
+                vaddr: 0x1000 * i as u64,
+                offset: 0x800 * i as u64,
+                filesz: 0x100 + i as u64,
+            };
+        }
+        let with = TableInfo {
+            object,
+            hdr: Some(h),
+        };
+        let without = TableInfo {
+            object: Object {
+                nr_loads: 1,
+                eh_frame_hdr: None,
+                ..object
+            },
+            hdr: None,
+        };
+        c.put(42, &with);
+        c.put(43, &without);
+        assert_eq!(c.get(42), Some(with));
+        assert_eq!(c.get(43), Some(without));
         assert_eq!(c.get(44), None);
-        let r = hdr_rebase(&h, 0x1000, 0x7f00_0000_0000);
-        assert_eq!(
-            (r.addr, r.eh_frame, r.table),
-            (0x7f00_0000_0000, 0x7f00_0000_0100, 0x7f00_0000_000c)
-        );
-        assert_eq!(hdr_rebase(&r, 0x7f00_0000_0000, 0x1000), h);
+        c.clear();
+        assert_eq!(c.get(42), None);
     }
 
     /// A task of anonymous memory only: every frame by the frame-pointer rule.
@@ -925,8 +1082,14 @@ mod tests {
         fn region(&mut self, _addr: u64) -> Option<Region> {
             None
         }
-        fn elf_base(&mut self, _region: &Region, _addr: u64) -> Option<u64> {
-            None
+        fn object_open(&mut self, _region: &Region, _addr: u64) -> Result<(), CfiError> {
+            Err(CfiError::Read)
+        }
+        fn object_read(&mut self, _offset: u64, _buf: &mut [u8]) -> Result<(), CfiError> {
+            Err(CfiError::Read)
+        }
+        fn object_close(&mut self) -> bool {
+            false
         }
     }
 

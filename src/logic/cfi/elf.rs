@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Finding a loaded ELF object's `.eh_frame_hdr` from its program headers
-//! (`PT_GNU_EH_FRAME`), read in the task's memory from where the object is mapped.
+//! An ELF object's program headers: where its `.eh_frame_hdr` is (`PT_GNU_EH_FRAME`),
+//! which file bytes its `PT_LOAD` segments place at which addresses, and its entry point;
+//! read from the file itself ([`read_object`]) or from where the object is mapped
+//! ([`find_eh_frame_hdr`], for the host's tests).
 
 #![forbid(unsafe_code)]
 
@@ -15,6 +17,123 @@ pub const MAX_PHDRS: u16 = 64;
 
 const PT_LOAD: u32 = 1;
 const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
+
+/// `PT_LOAD` segments an [`Object`] keeps, at most.
+pub const MAX_LOADS: usize = 6;
+
+/// A `PT_LOAD` segment's bytes from the file: `filesz` bytes at file offset `offset`,
+/// placed at the address `vaddr`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Load {
+    /// Its address, as linked.
+    pub vaddr: u64,
+    /// Its file offset.
+    pub offset: u64,
+    /// Its bytes in the file.
+    pub filesz: u64,
+}
+
+/// What the unwinder needs of an ELF object's headers, in the object's own (link-time)
+/// addresses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Object {
+    /// Its `PT_LOAD` segments, in the order of the program headers.
+    pub loads: [Load; MAX_LOADS],
+    /// How many of `loads` there are.
+    pub nr_loads: usize,
+    /// The address of its `.eh_frame_hdr`, if it has one.
+    pub eh_frame_hdr: Option<u64>,
+    /// Its entry point (`e_entry`).
+    pub entry: u64,
+}
+
+impl Object {
+    fn loads(&self) -> &[Load] {
+        self.loads.get(..self.nr_loads).unwrap_or(&[])
+    }
+
+    /// The address of the byte at file offset `offset`, if a segment loads it.
+    pub fn vaddr(&self, offset: u64) -> Option<u64> {
+        let l = self
+            .loads()
+            .iter()
+            .find(|l| offset >= l.offset && offset - l.offset < l.filesz)?;
+        l.vaddr.checked_add(offset - l.offset)
+    }
+
+    /// The file offset of the `len` bytes at address `vaddr`, if one segment loads all of
+    /// them from the file.
+    pub fn offset(&self, vaddr: u64, len: usize) -> Option<u64> {
+        let len = len as u64;
+        let l = self
+            .loads()
+            .iter()
+            .find(|l| vaddr >= l.vaddr && len <= l.filesz && vaddr - l.vaddr <= l.filesz - len)?;
+        l.offset.checked_add(vaddr - l.vaddr)
+    }
+}
+
+/// The program headers of the little-endian ELF64 object that `file` reads, by file
+/// offset. An object with more than [`MAX_LOADS`] `PT_LOAD` segments is
+/// [`CfiError::Unsupported`].
+pub fn read_object<M: Memory + ?Sized>(
+    file: &mut M,
+    budget: &mut Budget,
+) -> Result<Object, CfiError> {
+    let mut ehdr = [0u8; 64];
+    read_mem(file, budget, 0, &mut ehdr)?;
+    let word = |at: usize| -> Result<u64, CfiError> {
+        ehdr.get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+            .ok_or(CfiError::Malformed)
+    };
+    if ehdr.get(..6) != Some(b"\x7fELF\x02\x01".as_slice()) {
+        return Err(CfiError::Unsupported);
+    }
+    let entry = word(24)?;
+    let phoff = word(32)?;
+    let [es0, es1, n0, n1, ..] = word(54)?.to_le_bytes();
+    let phentsize = u16::from_le_bytes([es0, es1]);
+    let phnum = u16::from_le_bytes([n0, n1]);
+    if phentsize < 56 || phnum > MAX_PHDRS {
+        return Err(CfiError::Malformed);
+    }
+    let mut object = Object {
+        entry,
+        ..Object::default()
+    };
+    for i in 0..u64::from(phnum) {
+        let at = i
+            .checked_mul(u64::from(phentsize))
+            .and_then(|o| o.checked_add(phoff))
+            .ok_or(CfiError::Malformed)?;
+        let mut ph = [0u8; 40];
+        read_mem(file, budget, at, &mut ph)?;
+        let field = |at: usize| -> u64 {
+            ph.get(at..at + 8)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_le_bytes)
+        };
+        let kind = field(0) as u32;
+        if kind == PT_GNU_EH_FRAME {
+            object.eh_frame_hdr = Some(field(16));
+        }
+        if kind == PT_LOAD {
+            let slot = object
+                .loads
+                .get_mut(object.nr_loads)
+                .ok_or(CfiError::Unsupported)?;
+            *slot = Load {
+                offset: field(8),
+                vaddr: field(16),
+                filesz: field(32),
+            };
+            object.nr_loads += 1;
+        }
+    }
+    Ok(object)
+}
 
 /// The address of the `.eh_frame_hdr` of the little-endian ELF64 object whose first page
 /// (file offset 0: the ELF header) is mapped at `base`. The load bias is `base` minus the
@@ -98,6 +217,54 @@ mod tests {
             bytes: buf,
         };
         find_eh_frame_hdr(&mut m, &mut Budget::default(), 0x7f00_0000_0000)
+    }
+
+    #[test]
+    fn reads_the_object_from_its_file() {
+        let mut buf = [0u8; 256];
+        image(&mut buf, true, 2);
+        buf[24..32].copy_from_slice(&0x40_0100u64.to_le_bytes());
+        buf[96..104].copy_from_slice(&0x3000u64.to_le_bytes());
+        let mut file = Slice {
+            base: 0,
+            bytes: &buf,
+        };
+        let o = read_object(&mut file, &mut Budget::default()).unwrap();
+        assert_eq!(o.entry, 0x40_0100);
+        assert_eq!(o.eh_frame_hdr, Some(0x40_2000));
+        assert_eq!(o.nr_loads, 1);
+        assert_eq!(o.vaddr(0x10), Some(0x40_0010));
+        assert_eq!(o.vaddr(0x3000), None);
+        assert_eq!(o.offset(0x40_2ff8, 8), Some(0x2ff8));
+        assert_eq!(o.offset(0x40_2ffc, 8), None);
+        assert_eq!(o.offset(0x3f_ffff, 1), None);
+        image(&mut buf, true, MAX_PHDRS + 1);
+        assert_eq!(
+            read_object(&mut file_of(&buf), &mut Budget::default()),
+            Err(CfiError::Malformed)
+        );
+        image(&mut buf, true, 5);
+        assert_eq!(
+            read_object(&mut file_of(&buf), &mut Budget::default()),
+            Err(CfiError::Read)
+        );
+        // More loads than an Object keeps.
+        let mut many = [0u8; 1024];
+        many[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        many[32..40].copy_from_slice(&64u64.to_le_bytes());
+        many[54..56].copy_from_slice(&56u16.to_le_bytes());
+        many[56..58].copy_from_slice(&((MAX_LOADS + 1) as u16).to_le_bytes());
+        for i in 0..=MAX_LOADS {
+            many[64 + 56 * i..68 + 56 * i].copy_from_slice(&PT_LOAD.to_le_bytes());
+        }
+        assert_eq!(
+            read_object(&mut file_of(&many), &mut Budget::default()),
+            Err(CfiError::Unsupported)
+        );
+    }
+
+    fn file_of(bytes: &[u8]) -> Slice<'_> {
+        Slice { base: 0, bytes }
     }
 
     #[test]
