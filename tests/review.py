@@ -279,6 +279,12 @@ def check(s, prog, check_fn=None, parse_trace=None, values=None):
     check_fn = check_fn or main.check
     parse_trace = parse_trace or main.parse_trace
     values = values or main.values
+    all_values = values
+
+    def values(lines):
+        """The "NAME VALUE" result lines of a section, not its trace's lines."""
+        return all_values([x for x in lines if re.match(r"^\w+ ", x)])
+
     cache = {}
     v = values(s.get("REVIEW_LOAD", []))
     check_fn("review: the module loads with the .eh_frame unwinder",
