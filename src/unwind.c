@@ -351,7 +351,8 @@ out:
  * device), and not at all elsewhere. The vDSO is read where it is mapped.
  *
  * Context: task, the deferred-unwind callback, may sleep.
- * Return: 0, or a negative errno (-EAGAIN: not cached, not read).
+ * Return: 0; -EFAULT past the end of the file (or of the vDSO); -EAGAIN when a page is not
+ * cached and not read; or another negative errno.
  */
 int uu_unwind_object_read(struct uu_object *o, u64 offset, void *buf, size_t len)
 {

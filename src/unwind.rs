@@ -197,6 +197,7 @@ impl Current<'_> {
             ffi::uu_unwind_object_read(object, offset, buf.as_mut_ptr().cast(), buf.len())
         } {
             0 => Ok(()),
+            e if e == kernel::error::code::EFAULT.to_errno() => Err(CfiError::Malformed),
             _ => Err(CfiError::Read),
         }
     }
@@ -230,15 +231,16 @@ impl Memory for Current<'_> {
 }
 
 impl Task for Current<'_> {
-    fn region(&mut self, addr: u64) -> Option<Region> {
+    fn region(&mut self, addr: u64) -> Result<Option<Region>, CfiError> {
         let mut r = ffi::UuRegion::default();
         // SAFETY: `r` is valid for a write; task context of `current`.
         let ret = unsafe { ffi::uu_unwind_region(addr, &mut r) };
         if ret == kernel::error::code::EBUSY.to_errno() {
             stats::add(Stat::LookupsContended, 1);
+            return Err(CfiError::Read);
         }
         if ret != 0 {
-            return None;
+            return Ok(None);
         }
         let key = match r.kind {
             ffi::UU_REGION_FILE => {
@@ -257,16 +259,16 @@ impl Task for Current<'_> {
             ffi::UU_REGION_VDSO => Some(name_cookie(b"[vdso]", &self.keys.name)),
             _ => None,
         };
-        Some(Region {
+        Ok(r.pgoff.checked_shl(PAGE_SHIFT as u32).map(|offset| Region {
             start: r.start,
             end: r.end,
-            offset: r.pgoff.checked_shl(PAGE_SHIFT as u32)?,
+            offset,
             key,
-        })
+        }))
     }
 
     fn object_open(&mut self, region: &Region, addr: u64) -> Result<(), CfiError> {
-        let mut o = ffi::UuObject::default();
+        let mut o = ffi::UuObject::empty();
         // SAFETY: `o` is valid for a write; task context of `current`.
         let ret = unsafe { ffi::uu_unwind_object_open(addr, &mut o) };
         if ret == kernel::error::code::EBUSY.to_errno() {
@@ -298,9 +300,12 @@ impl Task for Current<'_> {
         if self.object_block_at != base {
             self.object_block_at = u64::MAX;
             let mut block = [0u8; BLOCK];
-            if self.read_object(base, &mut block).is_err() {
+            if let Err(e) = self.read_object(base, &mut block) {
                 // The end of the file may lie inside the block.
-                return self.read_object(offset, buf);
+                return match e {
+                    CfiError::Malformed => self.read_object(offset, buf),
+                    e => Err(e),
+                };
             }
             *self.object_block = block;
             self.object_block_at = base;

@@ -85,8 +85,10 @@ mod ffi {
         pub(crate) writers: u32,
     }
 
-    impl Default for UuObject {
-        fn default() -> Self {
+    impl UuObject {
+        /// None: what `uu_unwind_object_open()` fills. (Not `Default`: raw pointers have
+        /// no `Default` in Debian's Rust 1.85.)
+        pub(crate) fn empty() -> Self {
             UuObject {
                 file: core::ptr::null_mut(),
                 start: 0,

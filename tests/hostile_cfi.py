@@ -170,6 +170,9 @@ def expr_block(code):
 
 
 FP = "bad_frame"  # no table, or one not read: the frame-pointer rule, stopped by rbp = 0
+# A table pointing outside its object's segments (read from the file, by the object's own
+# addresses): malformed, the stack ends at the frame.
+OUTSIDE = "table"
 CASES = {
     "control": (image(), "chain", ""),
     # Unusual but valid: 3900 DW_CFA_nop before the rows (one FDE nearly as long as the
@@ -180,7 +183,7 @@ CASES = {
     "hdr_version": (image(hdr_bytes=hdr(version=2)), "cut", FP),
     "hdr_count_huge": (image(hdr_bytes=hdr(count=0xffffffff)), "cut", "table"),
     # A million entries: the bisection reads past the mapping, into the guard.
-    "hdr_count_past_end": (image(hdr_bytes=hdr(count=1 << 20)), "cut", FP),
+    "hdr_count_past_end": (image(hdr_bytes=hdr(count=1 << 20)), "cut", OUTSIDE),
     "hdr_table_uleb": (image(hdr_bytes=hdr(table_enc=0x31)), "cut", FP),
     "hdr_ptr_enc_bad": (image(hdr_bytes=hdr(ptr_enc=0x0f)), "cut", FP),
     "hdr_indirect": (image(hdr_bytes=hdr(ptr_enc=0x9b)), "cut", FP),
@@ -195,18 +198,18 @@ CASES = {
     # the mapping, into the kernel, at address 0, at the code.
     "table_unsorted": (image(hdr_bytes=hdr(entries=((0x300, FDE), (0x50, FDE), (CODE, CIE)))),
                        "cut", "table"),
-    "table_fde_in_guard": (image(hdr_bytes=hdr(entries=((CODE, SIZE + 0x1000),))), "cut", FP),
-    "table_fde_below": (image(hdr_bytes=hdr(entries=((CODE, -0x800),))), "cut", FP),
+    "table_fde_in_guard": (image(hdr_bytes=hdr(entries=((CODE, SIZE + 0x1000),))), "cut", OUTSIDE),
+    "table_fde_below": (image(hdr_bytes=hdr(entries=((CODE, -0x800),))), "cut", OUTSIDE),
     "table_fde_kernel": (image(hdr_bytes=hdr(table_enc=0x04, raw_entries=struct.pack(
-        "<QQ", 0, KERNEL))), "cut", FP),
+        "<QQ", 0, KERNEL))), "cut", OUTSIDE),
     # Address 0 of the object is its ELF header, read from the file: no FDE there.
     "table_fde_null": (image(hdr_bytes=hdr(table_enc=0x04, raw_entries=struct.pack(
         "<QQ", 0, 0))), "cut", "table"),
     # Just below the top of user space (the read straddles it), and non-canonical.
     "table_fde_user_top": (image(hdr_bytes=hdr(table_enc=0x04, raw_entries=struct.pack(
-        "<QQ", 0, 0x7fffffffeffc))), "cut", FP),
+        "<QQ", 0, 0x7fffffffeffc))), "cut", OUTSIDE),
     "table_fde_noncanonical": (image(hdr_bytes=hdr(table_enc=0x04, raw_entries=struct.pack(
-        "<QQ", 0, 0x8000000000000000))), "cut", FP),
+        "<QQ", 0, 0x8000000000000000))), "cut", OUTSIDE),
     "table_fde_in_code": (image(hdr_bytes=hdr(entries=((CODE, CODE),))), "cut", "table"),
     # FDE lengths.
     "fde_len_huge": (image(fde_bytes=fde(length=0x7ffffff0)), "cut", "table"),
@@ -217,7 +220,7 @@ CASES = {
     # An FDE whose length runs past the end of the mapping, into the guard.
     "fde_past_end": (image(hdr_bytes=hdr(entries=((CODE, SIZE - 0x40),)),
                            extra=[(SIZE - 0x40, fde(at=SIZE - 0x40, length=0x800)[:0x40])]),
-                     "cut", FP),
+                     "cut", OUTSIDE),
     # CIE pointers: at the FDE itself, 0 (the FDE is a CIE), into the guard below, at
     # another FDE whose own CIE pointer points back at the first (a loop, if followed).
     "cie_is_the_fde": (image(fde_bytes=fde(cie_at=FDE)), "cut", "table"),

@@ -41,14 +41,14 @@ impl Memory for Hostile<'_> {
 }
 
 impl Task for Hostile<'_> {
-    fn region(&mut self, addr: u64) -> Option<Region> {
+    fn region(&mut self, addr: u64) -> Result<Option<Region>, CfiError> {
         let end = BASE + self.file.len() as u64;
-        (BASE..end).contains(&addr).then_some(Region {
+        Ok((BASE..end).contains(&addr).then_some(Region {
             start: BASE,
             end,
             offset: 0,
             key: Some(0x5eed),
-        })
+        }))
     }
 
     fn object_open(&mut self, _region: &Region, _addr: u64) -> Result<(), CfiError> {
@@ -61,6 +61,7 @@ impl Task for Hostile<'_> {
             bytes: self.file,
         }
         .read(offset, buf)
+        .map_err(|_| CfiError::Malformed)
     }
 
     fn object_close(&mut self) -> bool {

@@ -84,20 +84,24 @@ impl Memory for ProcTask<'_> {
 }
 
 impl Task for ProcTask<'_> {
-    fn region(&mut self, addr: u64) -> Option<Region> {
-        let m = self.maps.iter().find(|m| m.start <= addr && addr < m.end)?;
+    fn region(&mut self, addr: u64) -> Result<Option<Region>, CfiError> {
+        let Some(m) = self.maps.iter().find(|m| m.start <= addr && addr < m.end) else {
+            return Ok(None);
+        };
         let key = if m.path.starts_with('/') {
-            let first = self.maps.iter().position(|o| o.path == m.path)?;
-            Some(first as u64 + 2)
+            self.maps
+                .iter()
+                .position(|o| o.path == m.path)
+                .map(|first| first as u64 + 2)
         } else {
             None
         };
-        Some(Region {
+        Ok(Some(Region {
             start: m.start,
             end: m.end,
             offset: m.offset,
             key,
-        })
+        }))
     }
 
     /// The object's file itself, by its path, as the module reads it from the page cache.
@@ -113,7 +117,8 @@ impl Task for ProcTask<'_> {
 
     fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
         let file = self.object.as_ref().ok_or(CfiError::Read)?;
-        file.read_exact_at(buf, offset).map_err(|_| CfiError::Read)
+        file.read_exact_at(buf, offset)
+            .map_err(|_| CfiError::Malformed)
     }
 
     fn object_close(&mut self) -> bool {

@@ -22,19 +22,20 @@ impl Memory for Synthetic<'_> {
 }
 
 impl Task for Synthetic<'_> {
-    fn region(&mut self, addr: u64) -> Option<Region> {
-        (0x1000..0x2000).contains(&addr).then_some(Region {
+    fn region(&mut self, addr: u64) -> Result<Option<Region>, CfiError> {
+        Ok((0x1000..0x2000).contains(&addr).then_some(Region {
             start: 0x1000,
             end: 0x2000,
             offset: 0x1000,
             key: Some(5),
-        })
+        }))
     }
+    /// A file that is no ELF object: no table, the frame-pointer rule.
     fn object_open(&mut self, _region: &Region, _addr: u64) -> Result<(), CfiError> {
-        Err(CfiError::Read)
+        Ok(())
     }
     fn object_read(&mut self, _offset: u64, _buf: &mut [u8]) -> Result<(), CfiError> {
-        Err(CfiError::Read)
+        Err(CfiError::Malformed)
     }
     fn object_close(&mut self) -> bool {
         false
@@ -105,19 +106,21 @@ fn random_memory_never_hangs_or_panics() {
         }
     }
     impl Task for Random<'_> {
-        fn region(&mut self, addr: u64) -> Option<Region> {
-            (0x1000..0x1000 + 8192).contains(&addr).then_some(Region {
+        fn region(&mut self, addr: u64) -> Result<Option<Region>, CfiError> {
+            Ok((0x1000..0x1000 + 8192).contains(&addr).then_some(Region {
                 start: 0x1000,
                 end: 0x1000 + 8192,
                 offset: 0,
                 key: Some(7),
-            })
+            }))
         }
         fn object_open(&mut self, _region: &Region, _addr: u64) -> Result<(), CfiError> {
             Ok(())
         }
         fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
-            self.image.read(offset.wrapping_add(0x1000), buf)
+            self.image
+                .read(offset.wrapping_add(0x1000), buf)
+                .map_err(|_| CfiError::Malformed)
         }
         fn object_close(&mut self) -> bool {
             true

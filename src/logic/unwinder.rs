@@ -91,14 +91,17 @@ pub struct Region {
 
 /// The unwound task: its memory and its mappings.
 pub trait Task: Memory {
-    /// The mapping holding `addr`, if any.
-    fn region(&mut self, addr: u64) -> Option<Region>;
+    /// The mapping holding `addr`, if any; [`CfiError::Read`] when it could not be looked
+    /// up (a lock was taken), which ends the stack: the frame-pointer rule would make up
+    /// frames on code without frame pointers.
+    fn region(&mut self, addr: u64) -> Result<Option<Region>, CfiError>;
     /// Opens the object that `region` maps (it holds `addr`) for [`Task::object_read`]:
     /// its content as its file holds it, never the process's private copy of a page.
     /// Fails with [`CfiError::Read`] when it cannot be read or the mapping at `addr` no
     /// longer maps the object of `region.key`. [`Task::object_close`] follows a success.
     fn object_open(&mut self, region: &Region, addr: u64) -> Result<(), CfiError>;
-    /// Reads the open object's bytes at file offset `offset`.
+    /// Reads the open object's bytes at file offset `offset`: [`CfiError::Malformed`] past
+    /// the end of the file, [`CfiError::Read`] when they cannot be read now.
     fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError>;
     /// Lets go of the open object; whether what was read from it is its settled content
     /// (no writer had the file open, its identity did not change), which the caches
@@ -124,7 +127,10 @@ struct ObjectOf<'t, T: Task> {
 
 impl<T: Task> Memory for ObjectOf<'_, T> {
     fn read(&mut self, vaddr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
-        let offset = self.object.offset(vaddr, buf.len()).ok_or(CfiError::Read)?;
+        let offset = self
+            .object
+            .offset(vaddr, buf.len())
+            .ok_or(CfiError::Malformed)?;
         self.task.object_read(offset, buf)
     }
 }
@@ -165,8 +171,8 @@ pub struct Counts {
     pub errors: u32,
     /// Rows not found in the cache (parsed from the table).
     pub row_misses: u32,
-    /// Frames whose table could not be read (a page not faulted in on a filesystem the
-    /// glue does not fault on): unwound with the frame-pointer rule instead.
+    /// Frames whose table could not be read (a page not cached on a filesystem the glue
+    /// does not read from, a lock taken): the stack ends there.
     pub table_unread: u32,
     /// Tables read while their file was being written (or whose identity changed): used
     /// for the frame, not cached.
@@ -665,15 +671,17 @@ struct Unwind<'a, T: Task> {
 impl<T: Task> Unwind<'_, T> {
     /// The mapping holding `pc`, looked up if it is not one of the last.
     #[inline(always)]
-    fn seen(&mut self, pc: u64) -> Option<Seen> {
+    fn seen(&mut self, pc: u64) -> Result<Option<Seen>, CfiError> {
         if self.last.start <= pc && pc < self.last.end {
-            return Some(self.last);
+            return Ok(Some(self.last));
         }
         if let Some(s) = self.memo.iter().find(|s| s.start <= pc && pc < s.end) {
             self.last = *s;
-            return Some(self.last);
+            return Ok(Some(self.last));
         }
-        let r = self.task.region(pc)?;
+        let Some(r) = self.task.region(pc)? else {
+            return Ok(None);
+        };
         let seen = Seen {
             start: r.start,
             end: r.end,
@@ -685,7 +693,7 @@ impl<T: Task> Unwind<'_, T> {
         }
         self.next = self.next.wrapping_add(1);
         self.last = seen;
-        Some(seen)
+        Ok(Some(seen))
     }
 
     /// The row of the frame at `pc`, file offset `offset` in the object of `seen`, from
@@ -793,7 +801,7 @@ impl<T: Task> Unwind<'_, T> {
             self.counts.cfi = self.counts.cfi.wrapping_add(1);
             return apply_packed(self.task, &mut self.budget, self.last_row.2, regs, exact);
         }
-        let Some(seen) = self.seen(pc) else {
+        let Some(seen) = self.seen(pc)? else {
             return self.fp(regs, exact);
         };
         if seen.key == 0 {
@@ -825,8 +833,10 @@ impl<T: Task> Unwind<'_, T> {
             Ok(Lookup::Root) => Ok(Next::Outermost),
             Ok(Lookup::NoFde) => self.fp(regs, exact),
             Err(CfiError::Read) => {
+                // The object has a table, or may have: the frame-pointer rule would make
+                // frames up on code built without frame pointers.
                 self.counts.table_unread += 1;
-                self.fp(regs, exact)
+                Err(CfiError::Read)
             }
             Err(e) => Err(e),
         }
@@ -1079,8 +1089,8 @@ mod tests {
     }
 
     impl Task for Anon<'_> {
-        fn region(&mut self, _addr: u64) -> Option<Region> {
-            None
+        fn region(&mut self, _addr: u64) -> Result<Option<Region>, CfiError> {
+            Ok(None)
         }
         fn object_open(&mut self, _region: &Region, _addr: u64) -> Result<(), CfiError> {
             Err(CfiError::Read)
@@ -1132,5 +1142,52 @@ mod tests {
         let bad = Regs { bp: SP - 8, ..regs };
         let (n, end, _) = unwind(&mut t, bad, 1 << 47, &caches, &mut scratch, &mut ips);
         assert_eq!((n, end), (1, End::BadFrame));
+    }
+
+    /// A task whose mappings cannot be looked up (a lock taken).
+    struct Contended;
+
+    impl Memory for Contended {
+        fn read(&mut self, _addr: u64, _buf: &mut [u8]) -> Result<(), CfiError> {
+            Ok(())
+        }
+    }
+
+    impl Task for Contended {
+        fn region(&mut self, _addr: u64) -> Result<Option<Region>, CfiError> {
+            Err(CfiError::Read)
+        }
+        fn object_open(&mut self, _region: &Region, _addr: u64) -> Result<(), CfiError> {
+            Err(CfiError::Read)
+        }
+        fn object_read(&mut self, _offset: u64, _buf: &mut [u8]) -> Result<(), CfiError> {
+            Err(CfiError::Read)
+        }
+        fn object_close(&mut self) -> bool {
+            false
+        }
+    }
+
+    /// A mapping that cannot be looked up ends the stack, cut short: the frame-pointer
+    /// rule would make frames up on code built without frame pointers.
+    #[test]
+    fn a_lookup_that_cannot_be_made_ends_the_stack() {
+        let regs = Regs {
+            ip: 0x40_2000,
+            sp: 0x7ffc_0000,
+            bp: 0x7ffc_0010,
+            bx: 0,
+        };
+        let mut ips = [0u64; 8];
+        let (n, end, counts) = unwind(
+            &mut Contended,
+            regs,
+            1 << 47,
+            &Caches::new(),
+            &mut Scratch::new(),
+            &mut ips,
+        );
+        assert_eq!((n, end), (1, End::Read));
+        assert_eq!(counts.fp, 0);
     }
 }

@@ -107,6 +107,7 @@ pub fn read_object<M: Memory + ?Sized>(
         let at = i
             .checked_mul(u64::from(phentsize))
             .and_then(|o| o.checked_add(phoff))
+            .filter(|o| o.checked_add(40).is_some())
             .ok_or(CfiError::Malformed)?;
         let mut ph = [0u8; 40];
         read_mem(file, budget, at, &mut ph)?;
