@@ -12,6 +12,11 @@
 //!   space, inside the unwinder's SRCU read side; may fault and sleep, but never waits for a
 //!   lock another task may keep: it takes the per-VMA lock, or tries `mmap_lock` for
 //!   reading, one at a time and never across a `file_cache` event (which reads the file).
+//!   It faults a page in only under `mmap_lock` (tried), on the VMA it checked under that
+//!   lock, and never in `userfaultfd` memory; it reads unwind tables from the files' page
+//!   cache, with I/O only on block-backed filesystems.
+//! - The exec probe (`src/hook.c`, on `sched_process_exec`): task context, preemption
+//!   disabled; it only sets a bit in the task's `unwind_mask`.
 //! - [`files::uu_rust_files_reset`]: the `file_cache` reg callback and the ring-buffer
 //!   probes, any context, NMI included; lock-free.
 //!
