@@ -104,8 +104,9 @@ int uu_unwind_ordinary(u64 addr, u64 *start, u64 *end);
 /* An object whose unwind table is read; mirrored by UuObject in src/user_unwind_main.rs. */
 struct uu_object {
 	struct file *file;	/* UU_REGION_FILE: held */
+	struct folio *folio;	/* UU_REGION_FILE: the folio last read, held, or NULL */
 	u64 start;		/* UU_REGION_VDSO: where it is mapped */
-	u64 size;		/* UU_REGION_VDSO: its size */
+	u64 size;		/* its size: the file's when opened, the vDSO's mapping's */
 	struct uu_file_id id;	/* UU_REGION_FILE: its identity when opened */
 	u32 kind;		/* UU_REGION_FILE or UU_REGION_VDSO */
 	u32 writers;		/* UU_REGION_FILE: open for writing when opened */

@@ -28,11 +28,12 @@
  */
 #include <linux/file.h>
 #include <linux/fs.h>
-#include <linux/pagemap.h>
+#include <linux/highmem.h>
 #include <linux/magic.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
 #include <linux/moduleparam.h>
+#include <linux/pagemap.h>
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/string.h>
@@ -296,13 +297,15 @@ int uu_unwind_region(u64 addr, struct uu_region *r)
  *     whether it is open for writing; for the vDSO, its start
  *
  * Context: task; takes the VMA's lock, or tries mmap_lock.
- * Return: 0; -ENOENT when the mapping at @addr is no object; -EBUSY when mmap_lock was
- * taken. On success uu_unwind_object_close() must follow.
+ * Return: 0; -ENOENT when the mapping at @addr is no object; -EINVAL when its file is not
+ * one to read (not a regular file, or memory the kernel keeps from itself); -EBUSY when
+ * mmap_lock was taken. On success uu_unwind_object_close() must follow.
  */
 int uu_unwind_object_open(u64 addr, struct uu_object *o)
 {
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
+	struct inode *inode;
 	struct file *file;
 	bool locked = false;
 	int ret = -ENOENT;
@@ -321,8 +324,15 @@ int uu_unwind_object_open(u64 addr, struct uu_object *o)
 	}
 	file = uu_vma_file_id(vma, &o->id);
 	if (file) {
+		inode = file_inode(file);
+		/* As uu_file_read(): regular files, never memory the kernel keeps from itself. */
+		ret = -EINVAL;
+		if (!S_ISREG(inode->i_mode) || inode->i_sb->s_magic == SECRETMEM_MAGIC ||
+		    mapping_inaccessible(file->f_mapping))
+			goto out;
 		o->file = get_file(file);
-		o->writers = atomic_read(&file_inode(file)->i_writecount) > 0;
+		o->size = i_size_read(inode);
+		o->writers = atomic_read(&inode->i_writecount) > 0;
 		o->kind = UU_REGION_FILE;
 		ret = 0;
 	} else if (uu_vma_is_vdso(vma) && !vma->vm_pgoff) {
@@ -339,47 +349,73 @@ out:
 	return ret;
 }
 
+/*
+ * Holds in @o the folio of its file that holds @offset: from the page cache, or read from
+ * the disk of a block-backed filesystem (a wait for the device only). Successive reads of
+ * a table mostly fall in one folio, which is then found without a page cache lookup.
+ */
+static int uu_object_folio(struct uu_object *o, u64 offset)
+{
+	struct address_space *mapping = o->file->f_mapping;
+	struct folio *folio = o->folio;
+	pgoff_t index = offset >> PAGE_SHIFT;
+
+	if (folio && offset >= folio_pos(folio) && offset - folio_pos(folio) < folio_size(folio))
+		return 0;
+	if (folio)
+		folio_put(folio);
+	o->folio = NULL;
+	folio = filemap_get_folio(mapping, index);
+	if (!IS_ERR(folio) && !folio_test_uptodate(folio)) {
+		folio_put(folio);
+		folio = ERR_PTR(-EAGAIN);
+	}
+	if (IS_ERR(folio)) {
+		if (!(file_inode(o->file)->i_sb->s_type->fs_flags & FS_REQUIRES_DEV) ||
+		    !mapping->a_ops->read_folio)
+			return -EAGAIN;
+		folio = read_cache_folio(mapping, index, NULL, o->file);
+		if (IS_ERR(folio))
+			return PTR_ERR(folio);
+	}
+	o->folio = folio;
+	return 0;
+}
+
 /**
  * uu_unwind_object_read - read the object uu_unwind_object_open() holds
  * @o: the object
  * @offset: a file offset
  * @buf: destination
- * @len: bytes, at most a page
+ * @len: bytes
  *
  * A file is read from its page cache, never from the process's mapping; a page not
  * cached is read from the disk of a block-backed filesystem (I/O that only waits for the
  * device), and not at all elsewhere. The vDSO is read where it is mapped.
  *
  * Context: task, the deferred-unwind callback, may sleep.
- * Return: 0; -EFAULT past the end of the file (or of the vDSO); -EAGAIN when a page is not
- * cached and not read; or another negative errno.
+ * Return: 0; -EFAULT past the end of the file (its size when it was opened) or of the
+ * vDSO; -EAGAIN when a page is not cached and not read; or another negative errno.
  */
 int uu_unwind_object_read(struct uu_object *o, u64 offset, void *buf, size_t len)
 {
-	struct file *file = o->file;
-	struct folio *folio;
-	size_t done = 0;
-	long n;
+	size_t n, at;
+	int ret;
 
-	if (len > PAGE_SIZE)
-		return -EINVAL;
+	if (offset > o->size || len > o->size - offset)
+		return -EFAULT;
 	if (o->kind == UU_REGION_VDSO)
-		return offset > o->size || len > o->size - offset ? -EFAULT :
-		       uu_unwind_read(buf, o->start + offset, len);
-	while (done < len) {
-		n = uu_file_read(file, offset + done, (u8 *)buf + done, len - done);
-		if (n == -EAGAIN && (file_inode(file)->i_sb->s_type->fs_flags & FS_REQUIRES_DEV) &&
-		    file->f_mapping->a_ops->read_folio) {
-			folio = read_cache_folio(file->f_mapping, (offset + done) >> PAGE_SHIFT,
-						 NULL, file);
-			if (IS_ERR(folio))
-				return PTR_ERR(folio);
-			folio_put(folio);
-			n = uu_file_read(file, offset + done, (u8 *)buf + done, len - done);
-		}
-		if (n <= 0)
-			return n ? n : -EFAULT;
-		done += n;
+		return len > PAGE_SIZE ? -EINVAL : uu_unwind_read(buf, o->start + offset, len);
+	while (len) {
+		ret = uu_object_folio(o, offset);
+		if (ret)
+			return ret;
+		at = offset - folio_pos(o->folio);
+		n = min(len, folio_size(o->folio) - at);
+		memcpy_from_folio(buf, o->folio, at, n);
+		buf += n;
+		offset += n;
+		len -= n;
 	}
 	return 0;
 }
@@ -407,6 +443,8 @@ bool uu_unwind_object_close(struct uu_object *o)
 		ctime = uu_ctime(file_user_inode(o->file));
 		stable = !o->writers && atomic_read(&file_inode(o->file)->i_writecount) <= 0 &&
 			 ctime.tv_sec == o->id.ctime_sec && ctime.tv_nsec == o->id.ctime_nsec;
+		if (o->folio)
+			folio_put(o->folio);
 		fput(o->file);
 	} else if (o->kind == UU_REGION_VDSO && mm) {
 		vma = lock_vma_under_rcu(mm, o->start);

@@ -8,7 +8,7 @@
 //! shared by every task, and the buffers the unwind works in.
 //!
 //! Memory: the row and table caches are static, about 110 KiB; the work buffers (the CIE
-//! and FDE scratch, the 511 frames and two 256-byte read blocks, 8.7 KiB each) are a static
+//! and FDE scratch, the 511 frames and a 256-byte read block, 8.5 KiB each) are a static
 //! pool of [`POOL_SLOTS`] (68 KiB): a callback takes a free one without allocating, and
 //! when all are in use (as many tasks in the callback at once, each faulting a page in) it
 //! records the kernel's frame-pointer stack instead.
@@ -23,6 +23,7 @@ use crate::stats::{self, Stat};
 use crate::Keys;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::error::code::{EBUSY, EFAULT, EINVAL};
 use kernel::page::PAGE_SHIFT;
 
 /// The caches of every unwind: tables per file, rows per file offset.
@@ -36,7 +37,6 @@ struct Work {
     scratch: Scratch,
     ips: [u64; MAX_FRAMES],
     block: [u8; BLOCK],
-    object_block: [u8; BLOCK],
 }
 
 /// A pool slot.
@@ -61,7 +61,6 @@ impl PoolSlot {
                 scratch: Scratch::new(),
                 ips: [0; MAX_FRAMES],
                 block: [0; BLOCK],
-                object_block: [0; BLOCK],
             }),
         }
     }
@@ -113,10 +112,6 @@ struct Current<'k> {
     next_ordinary: usize,
     /// The object whose table is read, held between `object_open` and `object_close`.
     object: Option<ffi::UuObject>,
-    /// The last block of its file read, at file offset `object_block_at` (`u64::MAX`:
-    /// none): a table's reads lie close together.
-    object_block: &'k mut [u8; BLOCK],
-    object_block_at: u64,
     /// The file mappings looked up, for the translation.
     known: [KnownVma; KNOWN],
     nr_known: usize,
@@ -187,20 +182,6 @@ impl Current<'_> {
         }
         self.block.get(start..end)
     }
-
-    /// Reads the open object's file at `offset`, whole.
-    fn read_object(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
-        let object = self.object.as_mut().ok_or(CfiError::Read)?;
-        // SAFETY: `object` was filled by `uu_unwind_object_open()` and not closed; `buf` is
-        // valid for `buf.len()` bytes of writes; task context of `current`.
-        match unsafe {
-            ffi::uu_unwind_object_read(object, offset, buf.as_mut_ptr().cast(), buf.len())
-        } {
-            0 => Ok(()),
-            e if e == kernel::error::code::EFAULT.to_errno() => Err(CfiError::Malformed),
-            _ => Err(CfiError::Read),
-        }
-    }
 }
 
 impl Memory for Current<'_> {
@@ -235,7 +216,7 @@ impl Task for Current<'_> {
         let mut r = ffi::UuRegion::default();
         // SAFETY: `r` is valid for a write; task context of `current`.
         let ret = unsafe { ffi::uu_unwind_region(addr, &mut r) };
-        if ret == kernel::error::code::EBUSY.to_errno() {
+        if ret == EBUSY.to_errno() {
             stats::add(Stat::LookupsContended, 1);
             return Err(CfiError::Read);
         }
@@ -271,8 +252,12 @@ impl Task for Current<'_> {
         let mut o = ffi::UuObject::empty();
         // SAFETY: `o` is valid for a write; task context of `current`.
         let ret = unsafe { ffi::uu_unwind_object_open(addr, &mut o) };
-        if ret == kernel::error::code::EBUSY.to_errno() {
+        if ret == EBUSY.to_errno() {
             stats::add(Stat::LookupsContended, 1);
+        }
+        if ret == EINVAL.to_errno() {
+            // A file that is not one to read: no table.
+            return Err(CfiError::NoFde);
         }
         if ret != 0 {
             return Err(CfiError::Read);
@@ -282,7 +267,6 @@ impl Task for Current<'_> {
             _ => name_cookie(b"[vdso]", &self.keys.name),
         };
         self.object = Some(o);
-        self.object_block_at = u64::MAX;
         if Some(key) != region.key {
             // Another object is mapped there now.
             self.object_close();
@@ -292,27 +276,16 @@ impl Task for Current<'_> {
     }
 
     fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
-        let base = offset & !(BLOCK as u64 - 1);
-        let start = (offset - base) as usize;
-        let Some(end) = start.checked_add(buf.len()).filter(|&end| end <= BLOCK) else {
-            return self.read_object(offset, buf);
-        };
-        if self.object_block_at != base {
-            self.object_block_at = u64::MAX;
-            let mut block = [0u8; BLOCK];
-            if let Err(e) = self.read_object(base, &mut block) {
-                // The end of the file may lie inside the block.
-                return match e {
-                    CfiError::Malformed => self.read_object(offset, buf),
-                    e => Err(e),
-                };
-            }
-            *self.object_block = block;
-            self.object_block_at = base;
+        let object = self.object.as_mut().ok_or(CfiError::Read)?;
+        // SAFETY: `object` was filled by `uu_unwind_object_open()` and not closed; `buf` is
+        // valid for `buf.len()` bytes of writes; task context of `current`.
+        match unsafe {
+            ffi::uu_unwind_object_read(object, offset, buf.as_mut_ptr().cast(), buf.len())
+        } {
+            0 => Ok(()),
+            e if e == EFAULT.to_errno() => Err(CfiError::Malformed),
+            _ => Err(CfiError::Read),
         }
-        let bytes = self.object_block.get(start..end).ok_or(CfiError::Read)?;
-        buf.copy_from_slice(bytes);
-        Ok(())
     }
 
     fn object_close(&mut self) -> bool {
@@ -350,8 +323,6 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         ordinary: [(0, 0); ORDINARY],
         next_ordinary: 0,
         object: None,
-        object_block: &mut work.object_block,
-        object_block_at: u64::MAX,
         known: [KnownVma::default(); KNOWN],
         nr_known: 0,
     };

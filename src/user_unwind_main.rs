@@ -83,6 +83,7 @@ mod ffi {
     #[repr(C)]
     pub(crate) struct UuObject {
         pub(crate) file: *mut c_void,
+        pub(crate) folio: *mut c_void,
         pub(crate) start: u64,
         pub(crate) size: u64,
         pub(crate) id: FileId,
@@ -96,6 +97,7 @@ mod ffi {
         pub(crate) fn empty() -> Self {
             UuObject {
                 file: core::ptr::null_mut(),
+                folio: core::ptr::null_mut(),
                 start: 0,
                 size: 0,
                 id: FileId::default(),

@@ -98,7 +98,8 @@ pub trait Task: Memory {
     /// Opens the object that `region` maps (it holds `addr`) for [`Task::object_read`]:
     /// its content as its file holds it, never the process's private copy of a page.
     /// Fails with [`CfiError::Read`] when it cannot be read or the mapping at `addr` no
-    /// longer maps the object of `region.key`. [`Task::object_close`] follows a success.
+    /// longer maps the object of `region.key`, [`CfiError::NoFde`] when its file is not
+    /// one to read (no table). [`Task::object_close`] follows a success.
     fn object_open(&mut self, region: &Region, addr: u64) -> Result<(), CfiError>;
     /// Reads the open object's bytes at file offset `offset`: [`CfiError::Malformed`] past
     /// the end of the file, [`CfiError::Read`] when they cannot be read now.
@@ -706,7 +707,11 @@ impl<T: Task> Unwind<'_, T> {
             offset: seen.offset,
             key: Some(seen.key),
         };
-        self.task.object_open(&region, pc)?;
+        match self.task.object_open(&region, pc) {
+            Ok(()) => {}
+            Err(CfiError::NoFde) => return Ok(Lookup::NoFde),
+            Err(e) => return Err(e),
+        }
         let found = self.lookup_open(seen.key, offset, bp);
         let settled = self.task.object_close();
         let (lookup, read) = found?;
