@@ -234,7 +234,7 @@ def program(name, lines, trace, names, kernel, keep):
     if freed:
         print("  slab caches rmmod shrank most: "
               + ", ".join(f"{k} {d / 1024:.0f} kB" for d, k in freed))
-    own = [k for k in after if re.search(r"bytes|mem|kb|pages", k)]
+    own = [k for k in after if {"bytes", "kb", "pages", "memory"} & set(k.split("_"))]
     if own:
         print("  the module's own memory counters: "
               + ", ".join(f"{k} {after[k]} ({delta[k]:+d})" for k in own))
