@@ -30,8 +30,11 @@ pub struct RawEntry<'b> {
     pub addr: u64,
     /// The 64-bit DWARF format: 8-byte length escape, 8-byte CIE id and pointer.
     pub is64: bool,
-    /// The bytes after the length field, up to the end of the entry.
+    /// The bytes after the length field, up to the end of the entry (or, loaded with
+    /// [`load_entry_head`], of the buffer).
     pub body: &'b [u8],
+    /// The length of the whole body.
+    pub len: usize,
     /// The address of the first byte of `body`.
     pub body_addr: u64,
 }
@@ -60,6 +63,21 @@ pub fn load_entry<'b, M: Memory + ?Sized>(
     addr: u64,
     buf: &'b mut [u8],
 ) -> Result<RawEntry<'b>, CfiError> {
+    let entry = load_entry_head(mem, budget, addr, buf)?;
+    if entry.body.len() < entry.len {
+        return Err(CfiError::TooLong);
+    }
+    Ok(entry)
+}
+
+/// [`load_entry`], but an entry longer than `buf` is copied only as far as `buf` holds
+/// (its `len` says how long it is).
+pub fn load_entry_head<'b, M: Memory + ?Sized>(
+    mem: &mut M,
+    budget: &mut Budget,
+    addr: u64,
+    buf: &'b mut [u8],
+) -> Result<RawEntry<'b>, CfiError> {
     let mut len4 = [0u8; 4];
     read_mem(mem, budget, addr, &mut len4)?;
     let (len, is64, head) = match u32::from_le_bytes(len4) {
@@ -75,12 +93,24 @@ pub fn load_entry<'b, M: Memory + ?Sized>(
     };
     let len = usize::try_from(len).map_err(|_| CfiError::TooLong)?;
     let body_addr = addr.checked_add(head).ok_or(CfiError::Read)?;
-    let body = buf.get_mut(..len).ok_or(CfiError::TooLong)?;
+    body_addr
+        .checked_add(len as u64)
+        .ok_or(CfiError::Malformed)?;
+    if len > buf.len() {
+        // All of a longer entry must be there to be read: a length that runs past the
+        // table's memory is no entry.
+        let last = body_addr
+            .checked_add(len as u64 - 1)
+            .ok_or(CfiError::Malformed)?;
+        read_mem(mem, budget, last, &mut [0u8; 1])?;
+    }
+    let body = buf.get_mut(..len.min(buf.len())).ok_or(CfiError::TooLong)?;
     read_mem(mem, budget, body_addr, body)?;
     Ok(RawEntry {
         addr,
         is64,
         body,
+        len,
         body_addr,
     })
 }

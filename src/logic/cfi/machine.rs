@@ -16,8 +16,10 @@ use super::cie::Cie;
 use super::cursor::Cursor;
 use super::pointer::read_encoded;
 use super::pointer::Bases;
+use super::read_mem;
 use super::Budget;
 use super::CfiError;
+use super::Memory;
 use super::REG_RA;
 use super::REG_RBP;
 use super::REG_RBX;
@@ -217,15 +219,37 @@ impl Machine<'_> {
 
     /// Runs `insns` until their end or an advance past the target. In a CIE, instructions
     /// that move or use the saved state are malformed.
+    /// Runs `insns` (at `addr`) until the row of the target is known or they end; returns
+    /// the bytes of the instructions run. With `more`, more instructions follow these: one
+    /// that runs off their end stops the run there, to be run again from its start.
     fn run(
         &mut self,
         insns: &[u8],
         addr: u64,
         in_cie: bool,
+        more: bool,
         budget: &mut Budget,
-    ) -> Result<(), CfiError> {
+    ) -> Result<usize, CfiError> {
         let mut c = Cursor::new(insns, addr);
         while self.end.is_none() && !c.is_empty() {
+            let start = c.pos();
+            match self.insn(&mut c, in_cie, budget) {
+                Ok(()) => {}
+                Err(CfiError::Malformed) if more => return Ok(start),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(c.pos())
+    }
+
+    /// One instruction.
+    fn insn(
+        &mut self,
+        c: &mut Cursor<'_>,
+        in_cie: bool,
+        budget: &mut Budget,
+    ) -> Result<(), CfiError> {
+        {
             budget.charge_insn()?;
             let op = c.u8()?;
             let low = u64::from(op & 0x3f);
@@ -244,7 +268,7 @@ impl Machine<'_> {
                 }
                 // DW_CFA_restore
                 3 => self.restore(low),
-                _ => self.extended(op, &mut c)?,
+                _ => self.extended(op, c)?,
             }
         }
         Ok(())
@@ -427,35 +451,98 @@ pub struct Program<'a> {
     pub pc_end: u64,
 }
 
+impl<'c> Machine<'c> {
+    /// A machine for `program` looking up `pc`, which must lie in the FDE's range.
+    fn new(program: &Program<'c>, pc: u64) -> Result<Self, CfiError> {
+        if !(program.pc_begin <= pc && pc < program.pc_end) {
+            return Err(CfiError::NoFde);
+        }
+        if program.cie.ra_reg != u64::from(REG_RA) || program.cie.code_align == 0 {
+            return Err(CfiError::Unsupported);
+        }
+        let mut row = EMPTY_ROW;
+        row.signal = program.cie.signal;
+        Ok(Machine {
+            cie: program.cie,
+            row,
+            initial: row,
+            stack: [row; MAX_REMEMBER],
+            depth: 0,
+            loc: program.pc_begin,
+            target: pc,
+            end: None,
+        })
+    }
+
+    fn found(&self, program: &Program<'_>) -> Found {
+        Found {
+            row: self.row,
+            start: self.loc,
+            end: self.end.unwrap_or(program.pc_end).min(program.pc_end),
+        }
+    }
+}
+
 /// The row of `program` in force at `pc`, which must lie in the FDE's range.
 pub fn find_row(program: &Program<'_>, pc: u64, budget: &mut Budget) -> Result<Found, CfiError> {
-    if !(program.pc_begin <= pc && pc < program.pc_end) {
-        return Err(CfiError::NoFde);
-    }
-    if program.cie.ra_reg != u64::from(REG_RA) || program.cie.code_align == 0 {
-        return Err(CfiError::Unsupported);
-    }
-    let mut row = EMPTY_ROW;
-    row.signal = program.cie.signal;
-    let mut m = Machine {
-        cie: program.cie,
-        row,
-        initial: row,
-        stack: [row; MAX_REMEMBER],
-        depth: 0,
-        loc: program.pc_begin,
-        target: pc,
-        end: None,
-    };
-    m.run(program.cie_insns, program.cie_insns_addr, true, budget)?;
+    let mut m = Machine::new(program, pc)?;
+    m.run(
+        program.cie_insns,
+        program.cie_insns_addr,
+        true,
+        false,
+        budget,
+    )?;
     m.initial = m.row;
-    m.run(program.fde_insns, program.fde_insns_addr, false, budget)?;
-    let end = m.end.unwrap_or(program.pc_end).min(program.pc_end);
-    Ok(Found {
-        row: m.row,
-        start: m.loc,
-        end,
-    })
+    m.run(
+        program.fde_insns,
+        program.fde_insns_addr,
+        false,
+        false,
+        budget,
+    )?;
+    Ok(m.found(program))
+}
+
+/// [`find_row`] for an FDE whose `insns_len` bytes of instructions, at
+/// `program.fde_insns_addr`, are longer than `buf` (GCC writes FDEs of 20 KiB for its
+/// largest generated functions): they are read from `mem` into `buf` a window at a time,
+/// only as far as the row of `pc` needs (`program.fde_insns` is not used).
+pub fn find_row_streamed<M: Memory + ?Sized>(
+    program: &Program<'_>,
+    insns_len: u64,
+    pc: u64,
+    budget: &mut Budget,
+    mem: &mut M,
+    buf: &mut [u8],
+) -> Result<Found, CfiError> {
+    let mut m = Machine::new(program, pc)?;
+    m.run(
+        program.cie_insns,
+        program.cie_insns_addr,
+        true,
+        false,
+        budget,
+    )?;
+    m.initial = m.row;
+    let mut done = 0u64;
+    while m.end.is_none() && done < insns_len {
+        let len = (insns_len - done).min(buf.len() as u64) as usize;
+        let addr = program
+            .fde_insns_addr
+            .checked_add(done)
+            .ok_or(CfiError::Malformed)?;
+        let window = buf.get_mut(..len).ok_or(CfiError::TooLong)?;
+        read_mem(mem, budget, addr, window)?;
+        let more = done + (len as u64) < insns_len;
+        let n = m.run(window, addr, false, more, budget)?;
+        if n == 0 && more {
+            // One instruction longer than a whole window.
+            return Err(CfiError::TooLong);
+        }
+        done += n as u64;
+    }
+    Ok(m.found(program))
 }
 
 #[cfg(test)]
@@ -497,6 +584,99 @@ mod tests {
 
     fn sp(offset: i32) -> Cfa {
         Cfa::RegOffset { reg: 7, offset }
+    }
+
+    /// An FDE's instructions read a window at a time give the rows the whole
+    /// instructions give, wherever the windows cut them.
+    #[test]
+    fn streamed_instructions_give_the_same_rows() {
+        let cie = gcc_cie(false);
+        // 600 rows: advance 1; def_cfa_offset (two-byte ULEB); offset rbp; nop; a
+        // remember/restore pair now and then.
+        let mut all = [0u8; 8192];
+        let mut n = 0;
+        let mut push = |b: &[u8]| {
+            all[n..n + b.len()].copy_from_slice(b);
+            n += b.len();
+        };
+        for i in 0..600u32 {
+            push(&[
+                0x41,
+                0x0e,
+                0x80 | ((i % 100) as u8 + 8),
+                0x01,
+                0x86,
+                0x02,
+                0x00,
+            ]);
+            if i % 50 == 7 {
+                push(&[0x0a, 0x0e, 0x10, 0x0b]);
+            }
+        }
+        let fde = &all[..n];
+        const ADDR: u64 = 0x200;
+        let p = Program {
+            cie: &cie,
+            cie_insns: &GCC_INIT,
+            cie_insns_addr: 0x100,
+            fde_insns: fde,
+            fde_insns_addr: ADDR,
+            pc_begin: 0x1000,
+            pc_end: 0x1000 + 700,
+        };
+        let mut mem = crate::logic::cfi::Slice {
+            base: ADDR,
+            bytes: fde,
+        };
+        let mut space = [0u8; 4096];
+        for window in [7usize, 16, 61, 4096] {
+            let buf = &mut space[..window];
+            for pc in [
+                0x1000u64,
+                0x1001,
+                0x1002,
+                0x1100,
+                0x1257,
+                0x1000 + 599,
+                0x1000 + 650,
+            ] {
+                let whole = find_row(&p, pc, &mut Budget::default());
+                let streamed = find_row_streamed(
+                    &Program {
+                        fde_insns: &[],
+                        ..p
+                    },
+                    fde.len() as u64,
+                    pc,
+                    &mut Budget::default(),
+                    &mut mem,
+                    buf,
+                );
+                assert_eq!(streamed, whole, "window {window}, pc {pc:#x}");
+            }
+        }
+        // An instruction longer than a window.
+        let mut bytes = [0x96u8; 36]; // DW_CFA_def_cfa_expression, 32 bytes of DW_OP_nop
+        bytes[..2].copy_from_slice(&[0x0f, 0x20]);
+        let mut mem = crate::logic::cfi::Slice {
+            base: ADDR,
+            bytes: &bytes,
+        };
+        let mut buf = [0u8; 8];
+        assert_eq!(
+            find_row_streamed(
+                &Program {
+                    fde_insns: &[],
+                    ..p
+                },
+                bytes.len() as u64,
+                0x1000,
+                &mut Budget::default(),
+                &mut mem,
+                &mut buf
+            ),
+            Err(CfiError::TooLong)
+        );
     }
 
     #[test]

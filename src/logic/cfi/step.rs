@@ -18,12 +18,14 @@
 #![forbid(unsafe_code)]
 
 use super::cie::load_entry;
+use super::cie::load_entry_head;
 use super::cie::parse_cie;
 use super::expr::eval;
 use super::expr::ExprRegs;
 use super::fde::cie_addr;
 use super::fde::parse_fde;
 use super::machine::find_row;
+use super::machine::find_row_streamed;
 use super::machine::Cfa;
 use super::machine::Found;
 use super::machine::Program;
@@ -42,7 +44,8 @@ use super::REG_RSP;
 /// Bytes of the CIE buffer in [`Scratch`]: CIEs are about 20 bytes, with a personality 30.
 pub const CIE_MAX: usize = 256;
 /// Bytes of the FDE buffer in [`Scratch`]: the longest FDE of glibc is under 200 bytes, of
-/// libstdc++ under 800.
+/// libstdc++ under 800. A longer one (GCC's `cc1` has one of 20 KiB) is read a buffer at a
+/// time, as far as the row looked up needs.
 pub const FDE_MAX: usize = 4096;
 
 /// Where a lookup copies the CIE and the FDE.
@@ -107,23 +110,43 @@ pub fn find_in_fde<M: Memory + ?Sized>(
     pc: u64,
     scratch: &mut Scratch,
 ) -> Result<Found, CfiError> {
-    let fde_raw = load_entry(mem, budget, fde_addr, &mut scratch.fde)?;
+    let fde_raw = load_entry_head(mem, budget, fde_addr, &mut scratch.fde)?;
     let cie_raw = load_entry(mem, budget, cie_addr(&fde_raw)?, &mut scratch.cie)?;
     let cie = parse_cie(&cie_raw)?;
     let fde = parse_fde(&fde_raw, &cie)?;
     let cie_insns = cie.insns(&cie_raw)?;
-    let fde_insns = fde.insns(&fde_raw)?;
     let at = |base: u64, start: usize| base.wrapping_add(start as u64);
+    let fde_insns_addr = at(fde_raw.body_addr, fde.insns_start);
+    let (loaded, len) = (fde_raw.body.len(), fde_raw.len);
+    let cie_insns_addr = at(cie_raw.body_addr, cie.insns_start);
     let program = Program {
         cie: &cie,
         cie_insns,
-        cie_insns_addr: at(cie_raw.body_addr, cie.insns_start),
-        fde_insns,
-        fde_insns_addr: at(fde_raw.body_addr, fde.insns_start),
+        cie_insns_addr,
+        fde_insns: &[],
+        fde_insns_addr,
         pc_begin: fde.pc_begin,
         pc_end: fde.pc_end,
     };
-    find_row(&program, pc, budget)
+    if loaded == len {
+        let whole = Program {
+            fde_insns: fde.insns(&fde_raw)?,
+            ..program
+        };
+        return find_row(&whole, pc, budget);
+    }
+    // Longer than the buffer: its instructions read as far as they are needed.
+    let insns_len = len
+        .checked_sub(fde.insns_start)
+        .ok_or(CfiError::Malformed)?;
+    find_row_streamed(
+        &program,
+        insns_len as u64,
+        pc,
+        budget,
+        mem,
+        &mut scratch.fde,
+    )
 }
 
 /// The row in force at `pc`, through the `.eh_frame_hdr` table `hdr`.
