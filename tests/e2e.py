@@ -515,7 +515,11 @@ def main():
                           "--add", os.path.join(ROOT, "tests/guest/e2e.sh") + ":/bin/e2e.sh",
                           "--add", hostile + ":/hostile",
                           "--add", hostile_tables + ":/hostile-cfi",
-                          "--", "/bin/e2e.sh"], capture_output=True, text=True)
+                          "--", "/bin/e2e.sh"], capture_output=True, text=True,
+                         # The whole suite: about 10 minutes on the debug kernel, beside
+                         # another guest; a loaded machine needs more than run-guest's 900 s.
+                         env={**os.environ,
+                              "UU_GUEST_TIMEOUT": os.environ.get("UU_GUEST_TIMEOUT", "1800")})
     out = run.stdout
     with open(os.path.join(prog, f"e2e-output-{kernel}.txt"), "w") as f:
         f.write(out)
