@@ -218,7 +218,7 @@ struct RawStack {
 }
 
 /// The sample times kept for pprof at most (8 bytes each): past that no sample's are.
-pub const TIMES_MAX: usize = 1 << 22;
+pub const TIMES_MAX: usize = 1 << 20;
 
 /// A stack's count, and the times of its samples when they are kept.
 #[derive(Default)]

@@ -46,9 +46,10 @@ impl Pb {
 /// `has_functions` only if some of its frames were named, so that pprof can symbolize the
 /// rest itself. The event, the command and the pid are sample labels, and `truncated`
 /// the reason the unwinder stopped short, where it did. Times are the
-/// trace's: `time_nanos` the first sample's, `duration_nanos` the span, and each sample's
-/// Breakdown the time of every event it counts (ticks in nanoseconds after `time_nanos`),
-/// when the profile kept them.
+/// trace's: `time_nanos` the first sample's, `duration_nanos` the span, and, when the
+/// profile kept them, every event is a Sample of its own with its time as the numeric
+/// label `time` in `nanoseconds` (on the clock of `time_nanos`). Only upstream
+/// `profile.proto`'s fields are written.
 pub fn pprof(p: &Profile) -> Vec<u8> {
     let mut strings: Vec<String> = vec![String::new()];
     let mut sidx: HashMap<String, u64> = HashMap::new();
@@ -70,7 +71,11 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
     vt.uint(1, k_samples);
     vt.uint(2, k_count);
     msg.bytes(1, &vt.0);
-    let k_ns = if p.times { s("nanoseconds") } else { 0 };
+    let (k_time, k_ns) = if p.times {
+        (s("time"), s("nanoseconds"))
+    } else {
+        (0, 0)
+    };
 
     // Mappings: (path, build-id) -> id, and whether any of its frames has functions.
     let mut mappings: HashMap<(String, Option<String>), (u64, bool)> = HashMap::new();
@@ -144,16 +149,8 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
             });
             loc_ids.push(id);
         }
-        let mut sm = Pb::default();
-        sm.packed(1, &loc_ids);
-        sm.packed(2, &[e.count]);
-        if p.times {
-            // Breakdown: the time of each sample, in tick_unit after time_nanos.
-            let ticks: Vec<u64> = e.times.iter().map(|t| t - p.first_ts).collect();
-            let mut bd = Pb::default();
-            bd.packed(1, &ticks);
-            sm.bytes(4, &bd.0);
-        }
+        // The labels every sample of the entry has.
+        let mut labels = Pb::default();
         let task = &p.labels[e.task as usize].name;
         let (comm, pid) = task.rsplit_once('-').unwrap_or((task.as_str(), "0"));
         for (k, v, num) in [
@@ -167,15 +164,36 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
             if let Some(n) = num {
                 lm.uint(3, n as u64);
             }
-            sm.bytes(3, &lm.0);
+            labels.bytes(3, &lm.0);
         }
         if let Some(r) = &e.truncated {
             let mut lm = Pb::default();
             lm.uint(1, k_truncated);
             lm.uint(2, s(r));
-            sm.bytes(3, &lm.0);
+            labels.bytes(3, &lm.0);
         }
-        sample_msgs.push(sm.0);
+        let sample = |value: u64, time: Option<u64>| {
+            let mut sm = Pb::default();
+            sm.packed(1, &loc_ids);
+            sm.packed(2, &[value]);
+            sm.0.extend_from_slice(&labels.0);
+            if let Some(t) = time {
+                let mut lm = Pb::default();
+                lm.uint(1, k_time);
+                lm.uint(3, t);
+                lm.uint(4, k_ns);
+                sm.bytes(3, &lm.0);
+            }
+            sm.0
+        };
+        if p.times {
+            // One sample an event, its time a numeric label.
+            for &t in &e.times {
+                sample_msgs.push(sample(1, Some(t)));
+            }
+        } else {
+            sample_msgs.push(sample(e.count, None));
+        }
     }
     let mut mapping_msgs = Vec::new();
     for key in &mapping_order {
@@ -212,7 +230,6 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
     // period_type and period: every sample is one event.
     msg.bytes(11, &vt.0);
     msg.uint(12, 1);
-    msg.uint(15, k_ns);
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     // Writing to a Vec cannot fail.
     let _ = gz.write_all(&msg.0);
