@@ -541,7 +541,9 @@ impl Joiner {
 
     /// The end of the trace: what is still waiting comes out as it is, counted.
     pub fn finish(mut self, out: &mut impl FnMut(Sample)) -> Stats {
-        let cpus: Vec<u32> = self.cpus.keys().copied().collect();
+        // CPUs in order: the samples come out the same every run.
+        let mut cpus: Vec<u32> = self.cpus.keys().copied().collect();
+        cpus.sort_unstable();
         for c in cpus {
             if let Some(mut cpu) = self.cpus.remove(&c) {
                 if let Some(aw) = cpu.awaiting.take() {

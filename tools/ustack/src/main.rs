@@ -413,7 +413,7 @@ fn read_trace(
     instance: Option<&str>,
     progress: &mut Progress,
     keep_times: bool,
-    mut sink: Option<&mut dyn FnMut(&join::Sample)>,
+    mut sink: Option<&mut output::PerfScript>,
 ) -> Result<(Aggregator, join::Stats, ustack::Summary)> {
     let name = path.display().to_string();
     let input = Input::open(path)?;
@@ -425,16 +425,20 @@ fn read_trace(
     let mut agg = Aggregator::new(filter.clone());
     agg.keep_times = keep_times;
     let mut n = 0u64;
-    let mut take = |s: join::Sample| {
+    let mut take = |s: join::Sample, sink: &mut Option<&mut output::PerfScript>| {
         if let Some(f) = sink.as_mut() {
             if filter.keeps(&s) {
-                f(&s);
+                f.sample(&s);
             }
         }
         agg.add(&s);
     };
     while let Some(e) = src.next() {
-        joiner.push(e, &mut take);
+        let ts = e.ts;
+        joiner.push(e, &mut |s| take(s, &mut sink));
+        if let Some(f) = sink.as_mut() {
+            f.advance(ts);
+        }
         n += 1;
         if n.is_multiple_of(65536) {
             let read = src.bytes_read();
@@ -448,7 +452,7 @@ fn read_trace(
             });
         }
     }
-    let st = joiner.finish(&mut take);
+    let st = joiner.finish(&mut |s| take(s, &mut sink));
     let summary = src.summary();
     drop(src);
     if let Some(e) = &summary.not_a_trace {
@@ -474,27 +478,22 @@ fn run(a: Args) -> Result<bool> {
     // pprof gives each sample's time.
     let times = a.outputs.iter().any(|(k, _)| k == "pprof");
     // perf script's text is written sample by sample, as the trace is read.
+    let mut late = 0;
     let (agg, st, summary) = match a.outputs.iter().find(|(k, _)| k == "perf-script") {
         Some((_, dest)) => {
             let mut r = None;
             write_out(dest, |w| {
-                let mut err = None;
-                let mut sink = |s: &join::Sample| {
-                    if err.is_none() {
-                        if let Err(e) = output::perf_script_sample(s, &mut sym, w) {
-                            err = Some(e);
-                        }
-                    }
-                };
+                let mut ps = output::PerfScript::new(&mut sym, w);
                 r = Some(read_trace(
                     &path,
                     &a.filter,
                     a.instance.as_deref(),
                     &mut progress,
                     times,
-                    Some(&mut sink),
+                    Some(&mut ps),
                 ));
-                err.map_or(Ok(()), Err)
+                late = ps.finish()?;
+                Ok(())
             })?;
             r.ok_or_else(|| Error::new("no trace read"))??
         }
@@ -641,6 +640,12 @@ fn run(a: Args) -> Result<bool> {
                 }
             }
         }
+    }
+    if late > 0 {
+        eprintln!(
+            "ustack: perf script: {late} samples came more than {} s of trace after later ones and were written out of time order",
+            output::perf_script::REORDER_NS / 1_000_000_000
+        );
     }
     if times_dropped {
         eprintln!(

@@ -141,8 +141,8 @@ fn counts(text: &str) -> BTreeMap<String, u64> {
 /// the documented differences taken out: the consumer's root is the command (ustack's is
 /// the event, then `comm-pid`); perf script's text has no inline marker (ustack's
 /// `_[i]`); a frame nothing named is `[file]` (ustack's `file+0xoffset`); a sample without
-/// frames is not counted (ustack's `[no stack]`, `[no user frames]`), nor the markers of a
-/// stack cut short (`[truncated]`, `[truncated: REASON]`).
+/// frames is not counted (ustack's `[no stack]`, `[no user frames]`). The markers of a
+/// stack cut short (`[truncated]`, `[truncated: REASON]`) are frames of both.
 fn as_consumer_folds(folded: &str) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     for (stack, n) in counts(folded) {
@@ -151,9 +151,7 @@ fn as_consumer_folds(folded: &str) -> BTreeMap<String, u64> {
         let task = parts.next().unwrap();
         let comm = task.rsplit_once('-').unwrap().0;
         let frames: Vec<String> = parts
-            .filter(|f| {
-                !(f.starts_with("[truncated") || matches!(*f, "[no stack]" | "[no user frames]"))
-            })
+            .filter(|f| !matches!(*f, "[no stack]" | "[no user frames]"))
             .map(|f| {
                 let f = f.strip_suffix("_[i]").unwrap_or(f);
                 match f.rsplit_once("+0x") {
@@ -207,6 +205,95 @@ fn stackcollapse_perf_folds_perf_script_as_ustack_folds() {
     let chain = "uu_chain;[libc.so.6];[uu_chain];[uu_chain];[uu_chain];[uu_chain];[libuutest.so]";
     assert_eq!(stacks.get(chain), Some(&20), "{stacks:#?}");
     assert_eq!(stacks.values().sum::<u64>(), 24);
+}
+
+#[test]
+fn stackcollapse_perf_sees_a_stack_cut_short_marked() {
+    // v7-date.dat: busybox's stack the unwinder stopped after one frame (bad_frame).
+    let t = fixture("v7-date.dat");
+    let Some(stacks) = consumer_agrees(t.to_str().unwrap(), &["--sysroot", "/nonexistent"]) else {
+        return;
+    };
+    assert_eq!(
+        stacks.get("uu_bench;[truncated: bad_frame];[busybox]"),
+        Some(&1),
+        "{stacks:#?}"
+    );
+}
+
+/// The sample lines of perf script's text: (secs.usecs as nanoseconds/1000, cpu, line).
+fn sample_lines(text: &str) -> Vec<(u64, String)> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('\t'))
+        .map(|l| {
+            let t = l.split_whitespace().nth(3).unwrap().trim_end_matches(':');
+            let (s, us) = t.split_once('.').unwrap();
+            (
+                s.parse::<u64>().unwrap() * 1_000_000 + us.parse::<u64>().unwrap(),
+                l.to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn perf_script_is_in_time_order_and_the_same_every_run() {
+    // The join gives a sample when its stack completes: in these recordings two samples
+    // come after later ones. perf script's text is in time order, and the same text
+    // every run (CPUs flushed in order, ties broken by CPU and cookie order).
+    for name in [
+        "v6.dat",
+        "v7-zstd.dat",
+        "v7-global.dat",
+        "v7-date.dat",
+        "text.trace",
+    ] {
+        let t = fixture(name);
+        let run = || {
+            String::from_utf8(ustack(&[
+                "-q",
+                "--sysroot",
+                "/nonexistent",
+                "--perf-script",
+                "-",
+                t.to_str().unwrap(),
+            ]))
+            .unwrap()
+        };
+        let first = run();
+        let lines = sample_lines(&first);
+        assert!(lines.len() >= 23, "{name}: {first}");
+        for w in lines.windows(2) {
+            assert!(w[0].0 <= w[1].0, "{name}: {} before {}", w[0].1, w[1].1);
+        }
+        for _ in 0..4 {
+            assert_eq!(run(), first, "{name}: another run, another text");
+        }
+        // The same samples as the report counts.
+        let mut cookies: Vec<u64> = Vec::new();
+        let report = match name.strip_suffix(".dat") {
+            Some(n) => std::fs::read_to_string(fixture(&format!("{n}.report"))).unwrap(),
+            None => String::new(),
+        };
+        for l in report.lines().filter(|l| l.contains("user_unwind_cookie:")) {
+            // COMM-PID [CPU] SECS.USECS: (a COMM may hold spaces)
+            let t = l.split("] ").nth(1).unwrap().split(':').next().unwrap();
+            let (s, us) = t.trim().split_once('.').unwrap();
+            cookies.push(s.parse::<u64>().unwrap() * 1_000_000 + us.parse::<u64>().unwrap());
+        }
+        if !cookies.is_empty() {
+            cookies.sort_unstable();
+            // trace-cmd report rounds to the microsecond, perf script's text truncates.
+            let ours: Vec<u64> = lines.iter().map(|l| l.0).collect();
+            assert_eq!(ours.len(), cookies.len(), "{name}: a sample a cookie");
+            for (o, c) in ours.iter().zip(&cookies) {
+                assert!(
+                    o.abs_diff(*c) <= 1,
+                    "{name}: {ours:?}, cookies at {cookies:?}"
+                );
+            }
+        }
+    }
 }
 
 #[test]

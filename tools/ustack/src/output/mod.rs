@@ -8,14 +8,14 @@
 
 mod flame;
 mod folded;
-mod perf_script;
+pub mod perf_script;
 mod pprof;
 mod report;
 mod speedscope;
 
 pub use flame::{svg, svg_diff};
 pub use folded::{folded, write_folded};
-pub use perf_script::perf_script_sample;
+pub use perf_script::{perf_script_sample, PerfScript};
 pub use pprof::pprof;
 pub use report::report;
 pub use speedscope::{speedscope, write_speedscope};
