@@ -320,3 +320,46 @@ fn stacks_are_counted_by_what_is_shown() {
     assert_eq!(s["profiles"][0]["weights"], serde_json::json!([3, 1]));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Two files of one basename (`/a/libx.so`, `/b/libx.so`) print alike in the report
+/// (`[libx.so]`), as in the folded stacks: one stack, not two.
+#[test]
+fn files_of_one_basename_are_one_stack_in_the_report() {
+    let d = tmpdir("basename");
+    let t = text_trace(
+        &[(0xa1, "/a/libx.so"), (0xb1, "/b/libx.so")],
+        &[vec![(0x10, 0xa1)], vec![(0x10, 0xb1)]],
+    );
+    let f = d.join("t.trace");
+    std::fs::write(&f, t).unwrap();
+    let f = f.to_str().unwrap();
+    let (folded, err, code) = ustack(&["-q", "--sysroot", "/nonexistent", "--folded", "-", f]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(folded.lines().count(), 1, "{folded}");
+    let (report, _, _) = ustack(&["-q", "--sysroot", "/nonexistent", "--report", "-", f]);
+    assert!(report.starts_with("# Samples: 2  Stacks: 1\n"), "{report}");
+    assert!(report.contains("   100.00%        2  "), "{report}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `[truncated: REASON]` marks a stack, it is not a function: the report's function view
+/// leaves it out (the summary counts it), its stack shows it.
+#[test]
+fn a_truncated_marker_is_not_in_the_function_view() {
+    let t = fixture("v7-date.dat");
+    let (report, err, code) = ustack(&[
+        "--sysroot",
+        "/nonexistent",
+        "--top",
+        "100",
+        "--report",
+        "-",
+        t.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains(", 1 cut short by the unwinder;"), "{err}");
+    let (view, stacks) = report.split_once("# Top stacks").unwrap();
+    assert!(view.contains("busybox+0x62137"), "{view}");
+    assert!(!view.contains("[truncated"), "{view}");
+    assert!(stacks.contains("[truncated: bad_frame]"), "{stacks}");
+}

@@ -12,7 +12,7 @@ use crate::stacks::{Label, Profile};
 /// top stacks, innermost frame first (callee first, as `perf report --stdio`'s default
 /// call graph) or outermost first with `caller_first` (`perf report -G`).
 pub fn report(p: &Profile, v: &View) -> String {
-    let stacks = p.label_stacks(v.task);
+    let stacks = shown_stacks(p, v.task);
     let mut out = String::new();
     let _ = writeln!(out, "# Samples: {}  Stacks: {}", p.samples, stacks.len());
     // The function view: a key per label of each stack, counted once per stack
@@ -58,7 +58,14 @@ pub fn report(p: &Profile, v: &View) -> String {
     for e in &p.entries {
         let pid = if by_task { e.pid } else { 0 };
         keys.clear();
-        keys.extend(e.frames.iter().map(|&l| (label_part[l as usize], pid)));
+        // Markers ([truncated: REASON], [no stack]) are not functions: the summary
+        // counts them.
+        keys.extend(
+            e.frames
+                .iter()
+                .filter(|&&l| !p.labels[l as usize].synthetic)
+                .map(|&l| (label_part[l as usize], pid)),
+        );
         let inner = keys.last().copied();
         keys.sort_unstable();
         keys.dedup();
@@ -215,4 +222,37 @@ pub fn report(p: &Profile, v: &View) -> String {
         );
     }
     out
+}
+
+/// What the report shows of a label: two files of one basename print alike.
+fn shown(l: &Label) -> Label {
+    Label {
+        module: l
+            .module
+            .as_deref()
+            .map(|m| m.rsplit('/').next().unwrap_or(m).to_string()),
+        ..l.clone()
+    }
+}
+
+/// The profile's label stacks counted by what the report shows of them (a label per
+/// distinct shown label), most frequent first, ties in label order.
+fn shown_stacks(p: &Profile, task: bool) -> Vec<(Vec<u32>, u64)> {
+    let mut ids: HashMap<Label, u32> = HashMap::new();
+    let to_shown: Vec<u32> = p
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| *ids.entry(shown(l)).or_insert(i as u32))
+        .collect();
+    let mut m: HashMap<Vec<u32>, u64> = HashMap::new();
+    for (mut s, n) in p.label_stacks(task) {
+        for l in s.iter_mut() {
+            *l = to_shown[*l as usize];
+        }
+        *m.entry(s).or_default() += n;
+    }
+    let mut v: Vec<(Vec<u32>, u64)> = m.into_iter().collect();
+    v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v
 }
