@@ -80,6 +80,40 @@ impl Kind {
     }
 }
 
+/// The kernel's trace events and their systems (`system:event` lines), from its sources
+/// (`tools/event-systems.py`).
+const EVENT_SYSTEMS: &str = include_str!("event_systems.txt");
+
+/// The system-qualified name of an event the trace file's text names bare
+/// (`sys_enter` is `raw_syscalls:sys_enter`), as trace.dat names it: from the kernel's
+/// table, `syscalls:` for `sys_enter_*` and `sys_exit_*`, `user_unwind:` for the
+/// module's; a name the table does not know (or knows in two systems) stays bare.
+pub fn qualified(name: &str) -> String {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+    static TABLE: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
+    if name.contains(':') {
+        return name.to_string();
+    }
+    if name.starts_with("sys_enter_") || name.starts_with("sys_exit_") {
+        return format!("syscalls:{name}");
+    }
+    if name.starts_with("user_unwind_") || name == "file_cache" {
+        return format!("user_unwind:{name}");
+    }
+    let t = TABLE.get_or_init(|| {
+        EVENT_SYSTEMS
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split_once(':').map(|(s, e)| (e, s)))
+            .collect()
+    });
+    match t.get(name) {
+        Some(s) => format!("{s}:{name}"),
+        None => name.to_string(),
+    }
+}
+
 /// An event of the module's `user_unwind` system, as trace.dat names it (`system:name`) or
 /// as the trace file's text does (the bare name).
 fn is_module_event(name: &str) -> bool {
@@ -714,12 +748,14 @@ fn parse_event_line(line: &str) -> Option<Event> {
             )
             .ok()?;
             Kind::NewTask {
-                name: name.into(),
+                name: qualified(name).into(),
                 child: child as i32,
                 thread: flags & CLONE_THREAD != 0,
             }
         }
-        n => Kind::Other { name: n.into() },
+        n => Kind::Other {
+            name: qualified(n).into(),
+        },
     };
     Some(Event {
         ts,
@@ -809,6 +845,20 @@ CPU:0 [LOST 7 EVENTS]
 ";
 
     #[test]
+    fn bare_names_get_their_system() {
+        assert_eq!(qualified("sys_enter"), "raw_syscalls:sys_enter");
+        assert_eq!(qualified("sched_switch"), "sched:sched_switch");
+        assert_eq!(qualified("kernel_stack"), "ftrace:kernel_stack");
+        assert_eq!(qualified("sys_enter_openat"), "syscalls:sys_enter_openat");
+        assert_eq!(
+            qualified("user_unwind_cookie"),
+            "user_unwind:user_unwind_cookie"
+        );
+        assert_eq!(qualified("irq:irq_handler_entry"), "irq:irq_handler_entry");
+        assert_eq!(qualified("no_such_event_here"), "no_such_event_here");
+    }
+
+    #[test]
     fn parses_the_trace_file() {
         let (ev, info) = from_text(TEXT);
         assert_eq!(info.clock.as_deref(), Some("global"));
@@ -817,7 +867,8 @@ CPU:0 [LOST 7 EVENTS]
         assert_eq!(
             ev[0].kind,
             Kind::Other {
-                name: "sys_enter".into()
+                // Qualified as trace.dat names it.
+                name: "raw_syscalls:sys_enter".into()
             }
         );
         assert_eq!(ev[0].pid, 93);

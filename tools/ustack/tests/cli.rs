@@ -118,10 +118,10 @@ fn the_outputs_hold_the_stacks() {
         svg.contains("<title>all\n23 samples, 100.00%</title>"),
         "{svg}"
     );
-    assert!(svg.contains("<title>sys_enter\n23 samples"), "{svg}");
+    assert!(svg.contains("<title>raw_syscalls:sys_enter\n23 samples"), "{svg}");
     let report = std::fs::read_to_string(p("r.txt")).unwrap();
     assert!(report.contains("# Samples: 23"), "{report}");
-    assert!(report.contains("86.96%       20  sys_enter"), "{report}");
+    assert!(report.contains("86.96%       20  raw_syscalls:sys_enter"), "{report}");
 
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(p("s.json")).unwrap()).unwrap();
@@ -137,7 +137,7 @@ fn the_outputs_hold_the_stacks() {
     let first = prof["samples"][0].as_array().unwrap();
     assert_eq!(
         frames[first[0].as_u64().unwrap() as usize]["name"],
-        "sys_enter"
+        "raw_syscalls:sys_enter"
     );
 
     // pprof, decoded with upstream's profile.proto: the mappings' build-ids and the
@@ -281,6 +281,7 @@ fn filters_by_task_pid_and_event() {
     assert_eq!(count(&["--pid", "114"]), 20);
     assert_eq!(count(&["--pid", "114", "--comm", "uu_bench"]), 0);
     assert_eq!(count(&["--event", "sys_enter"]), 23);
+    assert_eq!(count(&["--event", "raw_syscalls:sys_enter"]), 23);
     assert_eq!(count(&["--event", "sched_switch"]), 0);
     let (_, err, ok) = ustack(&["--pid", "x", t]);
     assert!(!ok && err.contains("--pid wants a number"), "{err}");

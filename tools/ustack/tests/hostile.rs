@@ -134,7 +134,7 @@ fn a_deep_stack_and_names_with_control_bytes() {
     assert_eq!(c.len(), 2, "{folded}");
     assert_eq!(c.iter().map(|x| x.1).sum::<u64>(), 2);
     let evil = &c.iter().find(|x| x.0.contains("evil")).unwrap().0;
-    assert_eq!(evil, "sys_enter;evil\\nname\\x1b[31m+0x10");
+    assert_eq!(evil, "raw_syscalls:sys_enter;evil\\nname\\x1b[31m+0x10");
     assert_eq!(
         c.iter()
             .find(|x| !x.0.contains("evil"))
@@ -281,7 +281,7 @@ fn stacks_are_counted_by_what_is_shown() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         folded,
-        "sys_enter;jit_main;jit_add 3\nsys_enter;jit_main 1\n"
+        "raw_syscalls:sys_enter;jit_main;jit_add 3\nraw_syscalls:sys_enter;jit_main 1\n"
     );
     let (report, _, _) = ustack(&["-q", "--perf-map", m, "--report", "-", f]);
     assert!(report.starts_with("# Samples: 4  Stacks: 2\n"), "{report}");
@@ -294,7 +294,7 @@ fn stacks_are_counted_by_what_is_shown() {
         report.contains("    75.00%    75.00%        3  jit_add   [unknown]\n"),
         "{report}"
     );
-    assert!(report.contains("    75.00%        3  sys_enter\n            |\n            ---jit_add\n               jit_main\n"), "{report}");
+    assert!(report.contains("    75.00%        3  raw_syscalls:sys_enter\n            |\n            ---jit_add\n               jit_main\n"), "{report}");
     // -G: outermost first; --percent-limit leaves the 25% stack and row out.
     let (report, _, _) = ustack(&[
         "-q",
@@ -312,7 +312,7 @@ fn stacks_are_counted_by_what_is_shown() {
         "{report}"
     );
     assert!(report.contains("        4  42   jit_main\n"), "{report}");
-    assert!(!report.contains("1  sys_enter"), "{report}");
+    assert!(!report.contains("1  raw_syscalls:sys_enter"), "{report}");
     assert!(report.contains("# ... 1 more stacks"), "{report}");
     let (s, _, _) = ustack(&["-q", "--perf-map", m, "--speedscope", "-", f]);
     let s: serde_json::Value = serde_json::from_str(&s).unwrap();
