@@ -118,10 +118,16 @@ fn the_outputs_hold_the_stacks() {
         svg.contains("<title>all\n23 samples, 100.00%</title>"),
         "{svg}"
     );
-    assert!(svg.contains("<title>raw_syscalls:sys_enter\n23 samples"), "{svg}");
+    assert!(
+        svg.contains("<title>raw_syscalls:sys_enter\n23 samples"),
+        "{svg}"
+    );
     let report = std::fs::read_to_string(p("r.txt")).unwrap();
     assert!(report.contains("# Samples: 23"), "{report}");
-    assert!(report.contains("86.96%       20  raw_syscalls:sys_enter"), "{report}");
+    assert!(
+        report.contains("86.96%       20  raw_syscalls:sys_enter"),
+        "{report}"
+    );
 
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(p("s.json")).unwrap()).unwrap();

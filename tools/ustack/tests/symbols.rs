@@ -129,7 +129,8 @@ fn a_damaged_debug_file_falls_back_and_plt_stubs_are_named() {
     ]);
     let lines: Vec<&str> = out.lines().collect();
     assert!(
-        lines.contains(&"raw_syscalls:sys_enter;puts 1") || lines.contains(&"raw_syscalls:sys_enter;_IO_puts 1"),
+        lines.contains(&"raw_syscalls:sys_enter;puts 1")
+            || lines.contains(&"raw_syscalls:sys_enter;_IO_puts 1"),
         "{out}"
     );
     assert!(
