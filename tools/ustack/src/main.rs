@@ -27,6 +27,7 @@ Outputs (each FILE may be - for standard output, for one of them):
   --folded FILE        folded stacks, 'event;outer;...;inner COUNT', for flame graph tools
   --svg FILE           a flame graph (click to zoom, search)
   --diff BASE          the flame graph coloured by the change from trace BASE
+  --inverted           the flame graph as an icicle graph (its root at the top)
   --speedscope FILE    speedscope JSON
   --pprof FILE         pprof profile.proto, gzipped
   --perf-script FILE   perf script's text: each sample's event line, then its frames
@@ -173,6 +174,8 @@ struct Args {
     bench: Option<Vec<usize>>,
     diff: Option<PathBuf>,
     instance: Option<String>,
+    /// An icicle graph: the flame graph's root at the top.
+    inverted: bool,
 }
 
 /// An option's value, as given (a path).
@@ -226,7 +229,8 @@ fn parse_args() -> std::result::Result<Args, String> {
                     .parse()
                     .map_err(|_| "--percent-limit wants a number")?
             }
-            Short('G') | Long("caller") | Long("inverted") => a.view.caller_first = true,
+            Short('G') | Long("caller") => a.view.caller_first = true,
+            Long("inverted") => a.inverted = true,
             Long("callee") => a.view.caller_first = false,
             Long("task") => a.view.task = true,
             Long("diff") => a.diff = Some(os_value(&mut p)?.into()),
@@ -281,6 +285,9 @@ fn parse_args() -> std::result::Result<Args, String> {
             Value(_) => return Err("one trace at a time".into()),
             _ => return Err(arg.unexpected().to_string()),
         }
+    }
+    if a.inverted && !a.outputs.iter().any(|(k, _)| k == "svg") {
+        return Err("--inverted draws the flame graph upside down: give --svg FILE too".into());
     }
     if a.diff.is_some() && !a.outputs.iter().any(|(k, _)| k == "svg") {
         return Err("--diff BASE colours a flame graph: give --svg FILE too".into());
@@ -547,8 +554,9 @@ fn run(a: Args) -> Result<bool> {
                             escape(&bp.display().to_string())
                         ),
                         task,
+                        a.inverted,
                     ),
-                    _ => output::svg(&p, &format!("ustack: {}", escape(&name)), task),
+                    _ => output::svg(&p, &format!("ustack: {}", escape(&name)), task, a.inverted),
                 };
                 w.write_all(svg.as_bytes())
             })?,

@@ -23,11 +23,18 @@ fn xml(s: &str) -> String {
     o
 }
 
-/// A stable warm colour per name (FNV-1a).
+/// A stable colour per name (FNV-1a): warm for user code, aqua for kernel frames (marked
+/// `_[k]`, as flamegraph.pl marks and colours them apart).
 fn color(name: &str) -> String {
     let mut h: u32 = 0x811c9dc5;
     for b in name.bytes() {
         h = (h ^ u32::from(b)).wrapping_mul(0x01000193);
+    }
+    if name.ends_with("_[k]") {
+        let r = 50 + (h % 60);
+        let g = 170 + ((h >> 8) % 50);
+        let b = 190 + ((h >> 16) % 50);
+        return format!("rgb({r},{g},{b})");
     }
     let r = 200 + (h % 55);
     let g = 80 + ((h >> 8) % 150);
@@ -38,22 +45,23 @@ fn color(name: &str) -> String {
 /// The flame graph's script (zoom, search, reset), the tool's own.
 const FLAME_JS: &str = include_str!("flame.js");
 
-/// A flame graph: the root at the bottom, each frame as wide as its share of the samples,
-/// children sorted by name, the full name and count in a tooltip; clicking a frame zooms to
-/// it, a search marks the matching frames and shows their share of the samples.
-pub fn svg(p: &Profile, title: &str, task: bool) -> String {
+/// A flame graph: the root at the bottom (at the top, an icicle graph, when `inverted`),
+/// each frame as wide as its share of the samples, children sorted by name, the full name
+/// and count in a tooltip; clicking a frame zooms to it, a search marks the matching
+/// frames and shows their share of the samples.
+pub fn svg(p: &Profile, title: &str, task: bool, inverted: bool) -> String {
     let stacks: Vec<(Vec<u32>, u64, u64)> = p
         .text_stacks(task)
         .iter()
         .map(|(s, n)| (s.clone(), *n, 0))
         .collect();
-    flame(&p.texts, stacks, title, false)
+    flame(&p.texts, stacks, title, false, inverted)
 }
 
 /// A differential flame graph of `p` against `base`: widths from `p`, each frame coloured
 /// by the change of its share of the samples, red where it grew, blue where it shrank
 /// (flamegraph.pl's difffolded, as a flame graph of the second profile).
-pub fn svg_diff(p: &Profile, base: &Profile, title: &str, task: bool) -> String {
+pub fn svg_diff(p: &Profile, base: &Profile, title: &str, task: bool, inverted: bool) -> String {
     let mut texts: Vec<String> = p.texts.clone();
     let mut ids: HashMap<&str, u32> = HashMap::new();
     for (i, t) in p.texts.iter().enumerate() {
@@ -79,11 +87,17 @@ pub fn svg_diff(p: &Profile, base: &Profile, title: &str, task: bool) -> String 
         m.entry(s).or_default().1 += n;
     }
     let stacks = m.into_iter().map(|(s, (a, b))| (s, a, b)).collect();
-    flame(&texts, stacks, title, true)
+    flame(&texts, stacks, title, true, inverted)
 }
 
 /// Draw stacks of texts with their counts (and, for a differential graph, the base's).
-fn flame(texts: &[String], stacks: Vec<(Vec<u32>, u64, u64)>, title: &str, diff: bool) -> String {
+fn flame(
+    texts: &[String],
+    stacks: Vec<(Vec<u32>, u64, u64)>,
+    title: &str,
+    diff: bool,
+    inverted: bool,
+) -> String {
     // Each text's rank in name order, to sort the stacks by name cheaply.
     let mut by_name: Vec<u32> = (0..texts.len() as u32).collect();
     by_name.sort_unstable_by(|a, b| texts[*a as usize].cmp(&texts[*b as usize]));
@@ -111,17 +125,21 @@ fn flame(texts: &[String], stacks: Vec<(Vec<u32>, u64, u64)>, title: &str, diff:
         .unwrap_or(0);
     let (width, row, pad) = (1200.0f64, 16.0f64, 10.0f64);
     let top = 3.0 * pad + 24.0;
-    let height = levels as f64 * row + top + 2.0 * pad;
+    // The footer (the frame under the pointer, the search's share) has a row of its own
+    // below the frames.
+    let footer = row + 2.0 * pad;
+    let height = levels as f64 * row + top + footer;
     let mut out = String::new();
     let _ = writeln!(
         out,
         r##"<?xml version="1.0" standalone="no"?>
-<svg version="1.1" width="{width}" height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg" data-total="{total}" data-row="{row}" data-pad="{pad}">
+<svg version="1.1" width="{width}" height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg" data-total="{total}" data-row="{row}" data-pad="{pad}" data-inverted="{inverted}">
 <style>
 text {{ font-family: monospace; font-size: 11px; }}
 g.f {{ cursor: pointer; }}
 g.f:hover rect {{ stroke: black; stroke-width: 0.5; }}
 .button {{ font-size: 12px; cursor: pointer; fill: #1a5fb4; }}
+.error {{ fill: #c01c28; }}
 </style>
 <script type="text/ecmascript"><![CDATA[
 {FLAME_JS}]]></script>
@@ -138,8 +156,8 @@ g.f:hover rect {{ stroke: black; stroke-width: 0.5; }}
         width - pad,
         width - pad - 60.0,
         width - pad,
-        height - pad / 2.0,
-        height - pad / 2.0,
+        height - pad,
+        height - pad,
     );
     let scale = (width - 2.0 * pad) / total.max(1) as f64;
     let all = (total as f64).max(1.0);
@@ -194,11 +212,17 @@ g.f:hover rect {{ stroke: black; stroke-width: 0.5; }}
         };
         let w = count as f64 * scale;
         let x = pad + start as f64 * scale;
-        let y = height - pad - (level as f64 + 1.0) * row;
+        let y = if inverted {
+            top + level as f64 * row
+        } else {
+            height - footer - (level as f64 + 1.0) * row
+        };
         let (fill, note) = if diff {
             let d = delta(count, base);
             let i = (d.abs() / max_delta).min(1.0);
-            let c = (255.0 * (1.0 - i)).round() as u32;
+            // From white to rgb(255,100,100) or rgb(100,100,255): black labels stay
+            // readable on the deepest colour (contrast 4.8 on the blue).
+            let c = (255.0 - 155.0 * i).round() as u32;
             let fill = if d >= 0.0 {
                 format!("rgb(255,{c},{c})")
             } else {
