@@ -42,6 +42,10 @@ Outputs (each FILE may be - for standard output, for one of them):
 Finding the files (the paths are the traced machine's):
   --sysroot DIR        look for every path under DIR
   --map PREFIX=DIR     look for paths under PREFIX in DIR (before the sysroot; repeatable)
+                       (a path neither finds is then looked for as it is, on this
+                       machine, and taken if its build-id is the trace's)
+  --sysroot-only       never look at this machine's own paths when --sysroot or --map
+                       is given
   --debug-dir DIR      look for DIR/.build-id/xx/yyyy.debug first (repeatable)
   --perf-map FILE      a JIT's /tmp/perf-PID.map, for its anonymous frames (repeatable)
   --no-inline          no inlined frames
@@ -224,10 +228,15 @@ fn parse_args() -> std::result::Result<Args, String> {
                     .collect::<std::result::Result<_, _>>()?;
             }
             Long("percent-limit") => {
-                a.view.percent_limit = value(&mut p)?
+                let v = value(&mut p)?;
+                a.view.percent_limit = v
                     .trim_end_matches('%')
-                    .parse()
-                    .map_err(|_| "--percent-limit wants a number")?
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|p| (0.0..=100.0).contains(p))
+                    .ok_or_else(|| {
+                        format!("--percent-limit wants a share from 0 to 100, not '{v}'")
+                    })?
             }
             Short('G') | Long("caller") => a.view.caller_first = true,
             Long("inverted") => a.inverted = true,
@@ -245,6 +254,7 @@ fn parse_args() -> std::result::Result<Args, String> {
             Long("debug-dir") => a.opts.debug_dirs.push(os_value(&mut p)?.into()),
             Long("perf-map") => a.opts.perf_maps.push(os_value(&mut p)?.into()),
             Long("no-inline") => a.opts.no_inline = true,
+            Long("sysroot-only") => a.opts.sysroot_only = true,
             Long("pid") => a
                 .filter
                 .pids
@@ -259,10 +269,17 @@ fn parse_args() -> std::result::Result<Args, String> {
                 ustack::stacks::parse_cpus(&value(&mut p)?).ok_or("--cpu wants CPUs: 0,2-3")?,
             ),
             Long("time") => {
-                a.filter.time = Some(
-                    ustack::stacks::parse_time(&value(&mut p)?)
-                        .ok_or("--time wants START,END in trace seconds (either may be empty)")?,
-                )
+                let v = value(&mut p)?;
+                let t = ustack::stacks::parse_time(&v)
+                    .ok_or("--time wants START,END in trace seconds (either may be empty)")?;
+                if let (Some(a), Some(b)) = t {
+                    if b < a {
+                        return Err(format!(
+                            "--time {v}: the end is before the start (START,END in trace seconds)"
+                        ));
+                    }
+                }
+                a.filter.time = Some(t);
             }
             Long("instance") => a.instance = Some(value(&mut p)?),
             Long("event") => a.filter.events.push(value(&mut p)?),
@@ -475,10 +492,23 @@ fn run(a: Args) -> Result<bool> {
         ustack::bench::run(stacks, get(1, 32), get(2, 4096), get(3, stacks))?;
         return Ok(true);
     }
-    let path = a
-        .trace
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("trace.dat"));
+    let path = match a.trace.clone() {
+        Some(p) => p,
+        None => {
+            let p = PathBuf::from("trace.dat");
+            if !p.exists() {
+                return Err(Error::usage(format!(
+                    "no trace given, and no trace.dat in {}: name a trace (trace.dat or the text \
+                     of the trace file), or record one with 'ustack record -e EVENT -- COMMAND' \
+                     (or trace-cmd record -e user_unwind -e EVENT COMMAND)",
+                    std::env::current_dir()
+                        .map(|d| escape(&d.display().to_string()))
+                        .unwrap_or_else(|_| "the current directory".into())
+                )));
+            }
+            p
+        }
+    };
     let name = path.display().to_string();
     let mut progress = Progress::new(a.quiet);
     let mut sym = Symbolizer::new(a.opts.clone());
@@ -629,8 +659,15 @@ fn run(a: Args) -> Result<bool> {
             let path = escape(&f.path);
             match status {
                 FileStatus::Ok { .. } => {}
-                FileStatus::Missing => {
-                    eprintln!("ustack: {path}: not found (see --sysroot, --map)")
+                FileStatus::Missing { tried } => {
+                    let tried: Vec<String> = tried
+                        .iter()
+                        .map(|t| escape(&t.display().to_string()))
+                        .collect();
+                    eprintln!(
+                        "ustack: {path}: not found (tried {}; see --sysroot, --map)",
+                        tried.join(", ")
+                    )
                 }
                 FileStatus::NotElf { host } => {
                     eprintln!(
@@ -713,6 +750,10 @@ fn main() -> ExitCode {
     match run(a) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
+        Err(e) if e.is_usage() => {
+            eprintln!("ustack: {e}\n{HINT}");
+            ExitCode::from(2)
+        }
         Err(e) => {
             eprintln!("ustack: {e}");
             ExitCode::from(1)

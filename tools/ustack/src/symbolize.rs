@@ -39,6 +39,8 @@ pub struct Options {
     pub debug_dirs: Vec<PathBuf>,
     pub perf_maps: Vec<PathBuf>,
     pub no_inline: bool,
+    /// Never fall back to this machine's own path when `--map`/`--sysroot` find nothing.
+    pub sysroot_only: bool,
 }
 
 /// What became of a file of the trace.
@@ -48,7 +50,10 @@ pub enum FileStatus {
         host: PathBuf,
         symbols: PathBuf,
     },
-    Missing,
+    /// No file at any of these paths (those tried, in order).
+    Missing {
+        tried: Vec<PathBuf>,
+    },
     BuildIdMismatch {
         host: PathBuf,
         found: Option<Vec<u8>>,
@@ -193,18 +198,49 @@ impl Symbolizer {
         found
     }
 
+    /// The paths to try for a guest path, in order, each with whether it is this
+    /// machine's own path taken as a fallback (used only when its build-id is the trace's):
+    /// a `--map` prefix's, else the sysroot's, else the path as it is; with a map or a
+    /// sysroot, the path as it is after them unless `sysroot_only`.
+    pub fn candidates(&self, path: &str) -> Vec<(PathBuf, bool)> {
+        let first = self.host_path(path);
+        let own = PathBuf::from(path);
+        let mut v = vec![(first.clone(), false)];
+        if first != own && !self.opts.sysroot_only {
+            v.push((own, true));
+        }
+        v
+    }
+
     fn open(&mut self, file: &FileInfo) -> FileEntry {
-        let host = self.host_path(&file.path);
-        if !host.is_file() {
-            return FileEntry::new(FileStatus::Missing, Vec::new());
+        let mut tried = Vec::new();
+        let mut problem = None;
+        let mut chosen = None;
+        for (host, fallback) in self.candidates(&file.path) {
+            // This machine's own file stands for the traced one only if the build-ids
+            // say it is the same.
+            if fallback && file.build_id.is_empty() {
+                continue;
+            }
+            tried.push(host.clone());
+            if !host.is_file() {
+                continue;
+            }
+            let found = elf::build_id(&host);
+            let Some(loads) = elf::loads(&host) else {
+                problem.get_or_insert(FileStatus::NotElf { host });
+                continue;
+            };
+            if !file.build_id.is_empty() && found.as_deref() != Some(&file.build_id[..]) {
+                problem.get_or_insert(FileStatus::BuildIdMismatch { host, found });
+                continue;
+            }
+            chosen = Some((host, found, loads));
+            break;
         }
-        let found = elf::build_id(&host);
-        let Some(loads) = elf::loads(&host) else {
-            return FileEntry::new(FileStatus::NotElf { host }, Vec::new());
+        let Some((host, found, loads)) = chosen else {
+            return FileEntry::new(problem.unwrap_or(FileStatus::Missing { tried }), Vec::new());
         };
-        if !file.build_id.is_empty() && found.as_deref() != Some(&file.build_id[..]) {
-            return FileEntry::new(FileStatus::BuildIdMismatch { host, found }, Vec::new());
-        }
         let symbols = found
             .and_then(|id| self.debug_file(&id))
             .unwrap_or_else(|| host.clone());

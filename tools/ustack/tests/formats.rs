@@ -66,6 +66,7 @@ fn perf_script_text_holds_every_sample() {
         "-q",
         "--sysroot",
         "/nonexistent",
+        "--sysroot-only",
         "--perf-script",
         "-",
         t,
@@ -199,7 +200,10 @@ fn consumer_agrees(trace: &str, extra: &[&str]) -> Option<BTreeMap<String, u64>>
 fn stackcollapse_perf_folds_perf_script_as_ustack_folds() {
     // The recording: every frame unnamed (nothing is found under /nonexistent).
     let t = fixture("v7-zstd.dat");
-    let Some(stacks) = consumer_agrees(t.to_str().unwrap(), &["--sysroot", "/nonexistent"]) else {
+    let Some(stacks) = consumer_agrees(
+        t.to_str().unwrap(),
+        &["--sysroot", "/nonexistent", "--sysroot-only"],
+    ) else {
         return;
     };
     let chain = "uu_chain;[libc.so.6];[uu_chain];[uu_chain];[uu_chain];[uu_chain];[libuutest.so]";
@@ -211,7 +215,10 @@ fn stackcollapse_perf_folds_perf_script_as_ustack_folds() {
 fn stackcollapse_perf_sees_a_stack_cut_short_marked() {
     // v7-date.dat: busybox's stack the unwinder stopped after one frame (bad_frame).
     let t = fixture("v7-date.dat");
-    let Some(stacks) = consumer_agrees(t.to_str().unwrap(), &["--sysroot", "/nonexistent"]) else {
+    let Some(stacks) = consumer_agrees(
+        t.to_str().unwrap(),
+        &["--sysroot", "/nonexistent", "--sysroot-only"],
+    ) else {
         return;
     };
     assert_eq!(
@@ -254,6 +261,7 @@ fn perf_script_is_in_time_order_and_the_same_every_run() {
                 "-q",
                 "--sysroot",
                 "/nonexistent",
+                "--sysroot-only",
                 "--perf-script",
                 "-",
                 t.to_str().unwrap(),
@@ -400,6 +408,7 @@ fn pprof_of(t: &std::path::Path) -> (pprof::Msg, Vec<String>) {
         "-q",
         "--sysroot",
         "/nonexistent",
+        "--sysroot-only",
         "--pprof",
         "-",
         t.to_str().unwrap(),

@@ -216,6 +216,10 @@ fn conventions_version_input_default_and_usage_errors() {
         &["--folded", "-", "--svg", "-", t][..],
         &["--bogus", t][..],
         &["--sort", "colour", t][..],
+        &["--percent-limit", "200", t][..],
+        &["--percent-limit", "-1", t][..],
+        &["--time", "38,37", t][..],
+        &["--inverted", t][..],
     ] {
         let (_, err, code) = ustack(args);
         assert_eq!(code, 2, "{args:?}: {err}");
@@ -225,6 +229,23 @@ fn conventions_version_input_default_and_usage_errors() {
     }
     let (_, err, _) = ustack(&["--folded", "-", "--svg", "-", t]);
     assert!(err.contains("two outputs to standard output"), "{err}");
+    let (_, err, _) = ustack(&["--time", "38,37", t]);
+    assert!(err.contains("the end is before the start"), "{err}");
+    let (_, err, _) = ustack(&["--percent-limit", "200", t]);
+    assert!(err.contains("from 0 to 100, not '200'"), "{err}");
+    // No trace named and no trace.dat here: what was looked for, and how to get one.
+    let empty = tmpdir("notrace");
+    let (_, err, code) = ustack_in(Some(&empty), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "ustack: no trace given, and no trace.dat in {}: ",
+            empty.display()
+        )) && err.contains("'ustack record -e EVENT -- COMMAND'"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 2, "{err}");
+    std::fs::remove_dir_all(&empty).unwrap();
     std::fs::remove_dir_all(&d).unwrap();
 }
 
