@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use ustack::error::{Error, Result};
+use ustack::kallsyms::Kallsyms;
 use ustack::output::{SortKey, View};
-use ustack::stacks::{escape, Aggregator, Filter};
+use ustack::stacks::{escape, Aggregator, Filter, StackView};
 use ustack::symbolize::{FileStatus, Options, Symbolizer};
 use ustack::{join, output};
 
@@ -38,6 +39,11 @@ Outputs (each FILE may be - for standard output, for one of them):
   -G, --caller         report stacks outermost frame first (default: innermost first)
   --task               a comm-pid level under the event
   --lines              file:line in labels (and stacks told apart by line)
+  --off-cpu            off-CPU time: each sched_switch sample weighted by the time until
+                       its task is switched in again (ns); preempted tasks left out
+  --preempted          with --off-cpu, preempted (runnable) tasks too, under [R]
+  --user-only          leave the kernel frames out (recorded with -T: ustack record -T)
+  --kernel-only        only the kernel frames
 
 Finding the files (the paths are the traced machine's):
   --sysroot DIR        look for every path under DIR
@@ -180,6 +186,8 @@ struct Args {
     instance: Option<String>,
     /// An icicle graph: the flame graph's root at the top.
     inverted: bool,
+    stack_view: StackView,
+    off_cpu: Option<ustack::stacks::OffCpu>,
 }
 
 /// An option's value, as given (a path).
@@ -240,6 +248,12 @@ fn parse_args() -> std::result::Result<Args, String> {
             }
             Short('G') | Long("caller") => a.view.caller_first = true,
             Long("inverted") => a.inverted = true,
+            Long("user-only") => a.stack_view = StackView::UserOnly,
+            Long("off-cpu") => a.off_cpu = Some(a.off_cpu.unwrap_or_default()),
+            Long("preempted") => {
+                a.off_cpu = Some(ustack::stacks::OffCpu { preempted: true });
+            }
+            Long("kernel-only") => a.stack_view = StackView::KernelOnly,
             Long("callee") => a.view.caller_first = false,
             Long("task") => a.view.task = true,
             Long("diff") => a.diff = Some(os_value(&mut p)?.into()),
@@ -302,6 +316,12 @@ fn parse_args() -> std::result::Result<Args, String> {
             Value(_) => return Err("one trace at a time".into()),
             _ => return Err(arg.unexpected().to_string()),
         }
+    }
+    if a.stack_view != StackView::Both
+        && std::env::args().any(|x| x == "--user-only")
+        && std::env::args().any(|x| x == "--kernel-only")
+    {
+        return Err("--user-only and --kernel-only: one of them".into());
     }
     if a.inverted && !a.outputs.iter().any(|(k, _)| k == "svg") {
         return Err("--inverted draws the flame graph upside down: give --svg FILE too".into());
@@ -431,23 +451,32 @@ impl Progress {
 }
 
 /// Read a trace, join it and count its samples.
+#[allow(clippy::too_many_arguments)]
 fn read_trace(
     path: &std::path::Path,
     filter: &Filter,
     instance: Option<&str>,
     progress: &mut Progress,
     keep_times: bool,
+    view: StackView,
+    off_cpu: Option<ustack::stacks::OffCpu>,
     mut sink: Option<&mut output::PerfScript>,
-) -> Result<(Aggregator, join::Stats, ustack::Summary)> {
+) -> Result<(Aggregator, join::Stats, ustack::Summary, Kallsyms)> {
     let name = path.display().to_string();
     let input = Input::open(path)?;
     let bytes = input.bytes();
     let total = bytes.len() as u64;
     let mut src = ustack::open_instance(bytes, instance).map_err(|e| e.context(&escape(&name)))?;
     src.on_release(|s, e| input.release(s, e));
+    let kallsyms = src.kallsyms();
+    if let Some(f) = sink.as_mut() {
+        f.kallsyms(kallsyms.clone());
+    }
     let mut joiner = join::Joiner::new();
     let mut agg = Aggregator::new(filter.clone());
     agg.keep_times = keep_times;
+    agg.view = view;
+    agg.off_cpu = off_cpu;
     let mut n = 0u64;
     let mut take = |s: join::Sample, sink: &mut Option<&mut output::PerfScript>| {
         if let Some(f) = sink.as_mut() {
@@ -482,7 +511,7 @@ fn read_trace(
     if let Some(e) = &summary.not_a_trace {
         return Err(Error::new(e.clone()).context(&escape(&name)));
     }
-    Ok((agg, st, summary))
+    Ok((agg, st, summary, kallsyms))
 }
 
 fn run(a: Args) -> Result<bool> {
@@ -516,7 +545,7 @@ fn run(a: Args) -> Result<bool> {
     let times = a.outputs.iter().any(|(k, _)| k == "pprof");
     // perf script's text is written sample by sample, as the trace is read.
     let mut late = 0;
-    let (agg, st, summary) = match a.outputs.iter().find(|(k, _)| k == "perf-script") {
+    let (agg, st, summary, kallsyms) = match a.outputs.iter().find(|(k, _)| k == "perf-script") {
         Some((_, dest)) => {
             let mut r = None;
             write_out(dest, |w| {
@@ -527,6 +556,8 @@ fn run(a: Args) -> Result<bool> {
                     a.instance.as_deref(),
                     &mut progress,
                     times,
+                    a.stack_view,
+                    a.off_cpu,
                     Some(&mut ps),
                 ));
                 late = ps.finish()?;
@@ -540,27 +571,36 @@ fn run(a: Args) -> Result<bool> {
             a.instance.as_deref(),
             &mut progress,
             times,
+            a.stack_view,
+            a.off_cpu,
             None,
         )?,
     };
     let base = match &a.diff {
-        Some(b) => Some(
-            read_trace(
-                b,
-                &a.filter,
-                a.instance.as_deref(),
-                &mut progress,
-                false,
-                None,
-            )?
-            .0,
-        ),
+        Some(b) => Some(read_trace(
+            b,
+            &a.filter,
+            a.instance.as_deref(),
+            &mut progress,
+            false,
+            a.stack_view,
+            a.off_cpu,
+            None,
+        )?),
         None => None,
     };
     progress.tick(|| "symbolizing".to_string());
     let (kept, seen, times_dropped) = (agg.samples, agg.seen, agg.times_dropped);
+    let off_cpu_note = a
+        .off_cpu
+        .map(|_| (agg.value, agg.off_cpu_other, agg.off_cpu_preempted));
+    // Each trace's kernel frames by its own kallsyms.
+    let base = base.map(|(b, _, _, k)| {
+        sym.kallsyms = k;
+        b.profile(&mut sym, a.lines)
+    });
+    sym.kallsyms = kallsyms;
     let p = agg.profile(&mut sym, a.lines);
-    let base = base.map(|b| b.profile(&mut sym, a.lines));
     progress.done();
     let mut outputs = a.outputs;
     if outputs.is_empty() {
@@ -620,6 +660,22 @@ fn run(a: Args) -> Result<bool> {
             summary.bad_records,
             summary.lost
         );
+        if let Some((ns, other, preempted)) = off_cpu_note {
+            eprintln!(
+                "ustack: off-CPU: {:.3} ms in {kept} samples; left out: {other} whose event did not switch their task out (or the trace did not switch it in again), {preempted} preempted (--preempted shows them)",
+                ns as f64 / 1e6
+            );
+        }
+        if st.kernel_stacks > 0 {
+            eprintln!(
+                "ustack: kernel stacks: {} of {} joined to a sample's event; {} kernel frames, {} not named by the trace's kallsyms ({} symbols)",
+                st.kernel_stacks_joined,
+                st.kernel_stacks,
+                p.kernel_frames,
+                p.kernel_unnamed,
+                sym.kallsyms.len()
+            );
+        }
         if p.frames_total > 0 {
             eprintln!(
                 "ustack: named: {} of {} frames of the samples kept ({} unnamed, shown as file+0xoffset)",

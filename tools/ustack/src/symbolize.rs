@@ -113,7 +113,21 @@ pub struct Symbolizer {
     pub fetch_errors: Vec<String>,
     /// Lookups that were not served from the cache.
     pub lookups: u64,
+    /// The traced kernel's symbols (the trace's kallsyms), for kernel frames.
+    pub kallsyms: crate::kallsyms::Kallsyms,
 }
+
+/// A kernel frame named: its function, the offset in it, and its module as perf names
+/// it (`[kernel.kallsyms]` for the kernel image, `[name]` for a module).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KName {
+    pub name: String,
+    pub offset: u64,
+    pub module: String,
+}
+
+/// The kernel image's name, as perf gives it.
+pub const KERNEL_MODULE: &str = "[kernel.kallsyms]";
 
 /// The system's debug directories, searched after the user's.
 const SYSTEM_DEBUG_DIRS: [&str; 2] = ["/usr/lib/debug", "/lib/debug"];
@@ -150,6 +164,33 @@ impl Symbolizer {
             fetched: Vec::new(),
             fetch_errors: Vec::new(),
             lookups: 0,
+            kallsyms: Default::default(),
+        }
+    }
+
+    /// A kernel frame's function: from the trace's kallsyms for an address (`None` where
+    /// it covers none), as the kernel printed it for a name.
+    pub fn kernel(&self, f: &crate::events::KFrame) -> Option<KName> {
+        match f {
+            crate::events::KFrame::Addr(a) => self.kallsyms.lookup(*a).map(|k| KName {
+                name: k.name.to_string(),
+                offset: k.offset,
+                module: k
+                    .module
+                    .map(|m| format!("[{m}]"))
+                    .unwrap_or_else(|| KERNEL_MODULE.to_string()),
+            }),
+            crate::events::KFrame::Name(n) => {
+                let (name, module) = match n.split_once(' ') {
+                    Some((n, m)) if m.starts_with('[') => (n, m.to_string()),
+                    _ => (&**n, KERNEL_MODULE.to_string()),
+                };
+                Some(KName {
+                    name: name.to_string(),
+                    offset: 0,
+                    module,
+                })
+            }
         }
     }
 

@@ -55,7 +55,7 @@ pub fn svg(p: &Profile, title: &str, task: bool, inverted: bool) -> String {
         .iter()
         .map(|(s, n)| (s.clone(), *n, 0))
         .collect();
-    flame(&p.texts, stacks, title, false, inverted)
+    flame(&p.texts, stacks, title, false, inverted, p.off_cpu)
 }
 
 /// A differential flame graph of `p` against `base`: widths from `p`, each frame coloured
@@ -87,7 +87,7 @@ pub fn svg_diff(p: &Profile, base: &Profile, title: &str, task: bool, inverted: 
         m.entry(s).or_default().1 += n;
     }
     let stacks = m.into_iter().map(|(s, (a, b))| (s, a, b)).collect();
-    flame(&texts, stacks, title, true, inverted)
+    flame(&texts, stacks, title, true, inverted, p.off_cpu)
 }
 
 /// Draw stacks of texts with their counts (and, for a differential graph, the base's).
@@ -97,7 +97,16 @@ fn flame(
     title: &str,
     diff: bool,
     inverted: bool,
+    ns: bool,
 ) -> String {
+    // A frame's value in its tooltip: samples, or off-CPU time in milliseconds.
+    let value = |n: u64| -> String {
+        if ns {
+            format!("{:.2} ms", n as f64 / 1e6)
+        } else {
+            format!("{n} samples")
+        }
+    };
     // Each text's rank in name order, to sort the stacks by name cheaply.
     let mut by_name: Vec<u32> = (0..texts.len() as u32).collect();
     by_name.sort_unstable_by(|a, b| texts[*a as usize].cmp(&texts[*b as usize]));
@@ -231,7 +240,8 @@ g.f:hover rect {{ stroke: black; stroke-width: 0.5; }}
             (
                 fill,
                 format!(
-                    "; base {base} samples, {:.2}%; {:+.2} points",
+                    "; base {}, {:.2}%; {:+.2} points",
+                    value(base),
                     100.0 * base as f64 / ball,
                     100.0 * d
                 ),
@@ -241,8 +251,9 @@ g.f:hover rect {{ stroke: black; stroke-width: 0.5; }}
         };
         let _ = write!(
             out,
-            "<g class=\"f\" data-s=\"{start}\" data-n=\"{count}\" data-d=\"{level}\"><title>{}\n{count} samples, {:.2}%{note}</title><rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"{fill}\" rx=\"2\"/>",
+            "<g class=\"f\" data-s=\"{start}\" data-n=\"{count}\" data-d=\"{level}\"><title>{}\n{}, {:.2}%{note}</title><rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"{fill}\" rx=\"2\"/>",
             xml(name),
+            value(count),
             100.0 * count as f64 / all,
             row - 1.0,
         );

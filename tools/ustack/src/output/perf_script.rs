@@ -85,6 +85,11 @@ impl<'a> PerfScript<'a> {
         }
     }
 
+    /// The trace's kernel symbols, for the kernel frames.
+    pub fn kallsyms(&mut self, k: crate::kallsyms::Kallsyms) {
+        self.sym.kallsyms = k;
+    }
+
     /// A sample the join gave.
     pub fn sample(&mut self, s: &Sample) {
         if self.last.is_some_and(|l| (s.ts, s.cpu, s.seq) < l) {
@@ -149,6 +154,34 @@ pub fn perf_script_sample(
         s.ts % 1_000_000_000 / 1000,
         escape(&s.event)
     )?;
+    // The kernel's frames first, as perf prints a callchain: `ADDRESS function+0xOFF
+    // ([kernel.kallsyms])`, the address as it is where kallsyms names nothing.
+    for k in &s.kernel {
+        let addr = match k {
+            crate::events::KFrame::Addr(a) => *a,
+            crate::events::KFrame::Name(_) => 0,
+        };
+        match sym.kernel(k) {
+            Some(n) if n.offset > 0 => writeln!(
+                w,
+                "\t{addr:16x} {}+{:#x} ({})",
+                escape(&n.name),
+                n.offset,
+                escape(&n.module)
+            )?,
+            Some(n) => writeln!(
+                w,
+                "\t{addr:16x} {} ({})",
+                escape(&n.name),
+                escape(&n.module)
+            )?,
+            None => writeln!(
+                w,
+                "\t{addr:16x} [unknown] ({})",
+                crate::symbolize::KERNEL_MODULE
+            )?,
+        }
+    }
     for (depth, f) in s.frames.iter().enumerate() {
         let (addr, module) = match f {
             Frame::File { file, offset } | Frame::Special { file, offset } => {

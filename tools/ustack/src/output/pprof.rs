@@ -66,7 +66,13 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
     };
     let mut msg = Pb::default();
     // sample_type: samples/count.
-    let (k_samples, k_count) = (s("samples"), s("count"));
+    // Off-CPU: the value is the time off the CPU (off-cpu/nanoseconds); the period is
+    // still a sample an event.
+    let (k_samples, k_count) = if p.off_cpu {
+        (s("off-cpu"), s("nanoseconds"))
+    } else {
+        (s("samples"), s("count"))
+    };
     let mut vt = Pb::default();
     vt.uint(1, k_samples);
     vt.uint(2, k_count);
@@ -86,7 +92,11 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
     let mut loc_of: HashMap<u32, u64> = HashMap::new();
     let mut sample_msgs = Vec::new();
     let (k_event, k_comm, k_pid) = (s("event"), s("comm"), s("pid"));
+    let mut pt = Pb::default();
+    pt.uint(1, s("samples"));
+    pt.uint(2, s("count"));
     let k_truncated = s("truncated");
+    let k_state = s("state");
 
     for e in &p.raw {
         let mut loc_ids = Vec::with_capacity(e.frames.len());
@@ -166,6 +176,12 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
             }
             labels.bytes(3, &lm.0);
         }
+        if let Some(st) = &e.state {
+            let mut lm = Pb::default();
+            lm.uint(1, k_state);
+            lm.uint(2, s(st));
+            labels.bytes(3, &lm.0);
+        }
         if let Some(r) = &e.truncated {
             let mut lm = Pb::default();
             lm.uint(1, k_truncated);
@@ -188,8 +204,8 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
         };
         if p.times {
             // One sample an event, its time a numeric label.
-            for &t in &e.times {
-                sample_msgs.push(sample(1, Some(t)));
+            for &(t, v) in &e.times {
+                sample_msgs.push(sample(v, Some(t)));
             }
         } else {
             sample_msgs.push(sample(e.count, None));
@@ -200,7 +216,16 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
         let (id, has_functions) = mappings[key];
         let mut mp = Pb::default();
         mp.uint(1, id);
-        mp.uint(3, u64::MAX >> 1);
+        // The kernel's mapping ([kernel.kallsyms], a module's [name]) holds kernel
+        // addresses, as perf's pprof export maps them; a file's, offsets in it.
+        mp.uint(
+            3,
+            if key.0.starts_with('[') && key.1.is_none() {
+                u64::MAX
+            } else {
+                u64::MAX >> 1
+            },
+        );
         mp.uint(5, s(&key.0));
         if let Some(b) = &key.1 {
             mp.uint(6, s(b));
@@ -228,7 +253,7 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
     msg.uint(9, p.first_ts);
     msg.uint(10, p.last_ts.saturating_sub(p.first_ts));
     // period_type and period: every sample is one event.
-    msg.bytes(11, &vt.0);
+    msg.bytes(11, &pt.0);
     msg.uint(12, 1);
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     // Writing to a Vec cannot fail.

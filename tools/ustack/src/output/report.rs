@@ -202,7 +202,13 @@ pub fn report(p: &Profile, v: &View) -> String {
                 line.push_str(" (inlined)");
             }
             if let Some(m) = &l.module {
-                let _ = write!(line, "  [{}]", m.rsplit('/').next().unwrap_or(m));
+                // A kernel frame's module is bracketed already: [kernel.kallsyms].
+                let m = m.rsplit('/').next().unwrap_or(m);
+                if m.starts_with('[') {
+                    let _ = write!(line, "  {m}");
+                } else {
+                    let _ = write!(line, "  [{m}]");
+                }
             }
             if let (Some(f), Some(n)) = (&l.source, l.line) {
                 let _ = write!(line, "  {f}:{n}");

@@ -54,8 +54,13 @@ pub fn write_speedscope(
     }
     write!(
         w,
-        "]}},\"profiles\":[{{\"type\":\"sampled\",\"name\":{},\"unit\":\"none\",\"startValue\":0,\"endValue\":{},\"samples\":[",
+        "]}},\"profiles\":[{{\"type\":\"sampled\",\"name\":{},\"unit\":{},\"startValue\":0,\"endValue\":{},\"samples\":[",
         js(name),
+        if p.off_cpu {
+            "\"nanoseconds\""
+        } else {
+            "\"none\""
+        },
         p.samples
     )?;
     for (i, (stack, _)) in stacks.iter().enumerate() {
