@@ -71,8 +71,8 @@ Instances (trace-cmd record -B):
 ";
 
 const RECORD_USAGE: &str = "\
-usage: ustack record [-e EVENT]... [-o FILE] [-C CLOCK] [--date] -- COMMAND [ARGS...]
-       ustack record [-e EVENT]... [-o FILE] [-C CLOCK] [--date] -p PID
+usage: ustack record [-e EVENT]... [-o FILE] [-C CLOCK] [--date] [-T] [--off-cpu] -- COMMAND [ARGS...]
+       ustack record [-e EVENT]... [-o FILE] [-C CLOCK] [--date] [-T] [--off-cpu] -p PID
 
 Runs trace-cmd record with the user_unwind events, task:task_newtask and the events
 given (sched:sched_switch if none), clock global, on COMMAND and its children or on
@@ -85,6 +85,9 @@ and its option file there, then that the option came on, and reads what was reco
   -C CLOCK             the trace clock (default global)
   --date               times of day, not the clock's count (trace-cmd record --date): the
                        report, --time and pprof's time_nanos give them
+  -T, --kernel         kernel stacks too (trace-cmd record -T): ustack puts them above
+                       the user frames
+  --off-cpu            what ustack --off-cpu reads: sched:sched_switch, kernel stacks
   --trace-cmd PATH     the trace-cmd to run
 ";
 
@@ -98,6 +101,8 @@ fn record_main() -> ExitCode {
         output: PathBuf::from("trace.dat"),
         clock: "global".into(),
         date: false,
+        kernel: false,
+        off_cpu: false,
         trace_cmd,
         sys,
     };
@@ -122,6 +127,14 @@ fn record_main() -> ExitCode {
             Short('C') | Long("clock") => v(&mut p).map(|c| r.clock = c),
             Long("date") => {
                 r.date = true;
+                Ok(())
+            }
+            Short('T') | Long("kernel") => {
+                r.kernel = true;
+                Ok(())
+            }
+            Long("off-cpu") => {
+                r.off_cpu = true;
                 Ok(())
             }
             Long("trace-cmd") => os_value(&mut p).map(|t| r.trace_cmd = t.into()),

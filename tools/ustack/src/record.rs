@@ -22,6 +22,10 @@ pub struct Record {
     /// `trace-cmd record --date`: the file maps the trace clock to the time of day, which
     /// the report, `--time` and pprof's `time_nanos` then give.
     pub date: bool,
+    /// Kernel stacks too (`trace-cmd record -T`: a `kernel_stack` after every event).
+    pub kernel: bool,
+    /// What `ustack --off-cpu` needs: `sched:sched_switch`, with kernel stacks.
+    pub off_cpu: bool,
     pub trace_cmd: PathBuf,
     /// Where `/sys` is (tests give another).
     pub sys: PathBuf,
@@ -68,10 +72,15 @@ impl Record {
         if self.date {
             a.push("--date".into());
         }
+        if self.kernel || self.off_cpu {
+            a.push("-T".into());
+        }
         a.push("-o".into());
         a.push(self.output.display().to_string());
         let mut events = vec!["user_unwind".to_string(), "task:task_newtask".to_string()];
-        if self.events.is_empty() {
+        if self.events.is_empty()
+            || (self.off_cpu && !self.events.iter().any(|e| e == DEFAULT_EVENT))
+        {
             events.push(DEFAULT_EVENT.into());
         }
         events.extend(self.events.iter().cloned());
