@@ -10,6 +10,9 @@ report of each, with and without the libtraceevent plugin. Then, on the host:
 - the symbolized stacks of uu_chain must be exactly its known call chain, each frame at
   the source line of its call, found in the sources by text (tests/prog/uu_chain.c,
   uu_lib.c), and libc's frame named from libc6-dbg with llvm-symbolizer's file:line;
+- kstack.dat (-T, sched_switch, uu_chain and uu_offcpu): every sample's kernel frames are
+  trace-cmd report's naming of its event's kernel_stack, frame for frame, and uu_offcpu's
+  off-CPU time per function is what the program measured around its calls;
 - uu_nofp, built without frame pointers, unwound by the module's .eh_frame unwinder: its
   complete stack, from _start through __libc_start_main, main, nf_a, nf_b and nf_c to
   getppid in libc, each of its own frames at the source line of its call (found by text in
@@ -160,6 +163,7 @@ def main():
                    check=True)
     guest = subprocess.run(
         [f"{ROOT}/scripts/run-guest.sh", "--add", f"{ROOT}/tests/guest/ustack.sh:/bin/ustack.sh",
+         "--add", f"{PROG}/uu_offcpu:/usr/bin/uu_offcpu",
          "--add", f"{work}/plugins/plugin_user_unwind.so:/plugins/plugin_user_unwind.so",
          "--log", f"{work}/console.log", "--", "/bin/ustack.sh"],
         capture_output=True, text=True)
@@ -174,17 +178,21 @@ def main():
         with open(f"{work}/{m.group(1)}", "wb") as f:
             f.write(files[m.group(1)])
     want = {f"{n}.{k}" for n in ("v7-zstd", "v7-none", "v6", "v7-global", "v7-date")
-            for k in ("dat", "report", "plugin-report")} | {"text.trace", "nofp.dat"}
+            for k in ("dat", "report", "plugin-report")} | {"text.trace", "nofp.dat",
+                                                              "kstack.dat", "kstack.report",
+                                                              "kstack.offcpu"}
     check("every file came out of the guest", want <= set(files), sorted(want - set(files)))
     if not want <= set(files):
         return
 
     # The reader against trace-cmd report, the plugin against the tool, on these files.
     tests = subprocess.run(["cargo", "test", "--release", "--quiet", "--test", "oracle",
-                            "--test", "cli"], cwd=f"{ROOT}/tools/ustack",
-                           env=dict(os.environ, USTACK_FIXTURES=work),
+                            "--test", "cli", "--test", "kernel"], cwd=f"{ROOT}/tools/ustack",
+                           env=dict(os.environ, USTACK_FIXTURES=work, USTACK_PROG=PROG),
                            capture_output=True, text=True)
-    check("the reader and the plugin pass their tests on the fresh recordings",
+    check("the reader, the plugin, the kernel frames (against trace-cmd report, frame for "
+          "frame) and off-CPU time (against uu_offcpu's own measurement) pass their tests "
+          "on the fresh recordings",
           tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-3000:])
 
     chain = expected_chain()
@@ -207,7 +215,7 @@ def main():
             continue
         frames = ours[0][0].split(";")
         check(f"{name}: the root is the triggering event",
-              frames[0] in ("raw_syscalls:sys_enter", "sys_enter"), frames[0])
+              frames[0] == "raw_syscalls:sys_enter", frames[0])
         check(f"{name}: uu_chain's frames are its call chain at the lines of its calls",
               frames[-len(chain):] == chain, f"{frames[-len(chain):]} != {chain}")
         # libc's outermost frame (with the .eh_frame unwinder the stack goes on through
