@@ -14,7 +14,17 @@ use crate::stacks::{Label, Profile};
 pub fn report(p: &Profile, v: &View) -> String {
     let stacks = shown_stacks(p, v.task);
     let mut out = String::new();
-    let _ = writeln!(out, "# Samples: {}  Stacks: {}", p.samples, stacks.len());
+    if p.off_cpu {
+        // --off-cpu: the counts are nanoseconds off the CPU.
+        let _ = writeln!(
+            out,
+            "# Off-CPU time: {:.3} ms (counts in ns)  Stacks: {}",
+            p.samples as f64 / 1e6,
+            stacks.len()
+        );
+    } else {
+        let _ = writeln!(out, "# Samples: {}  Stacks: {}", p.samples, stacks.len());
+    }
     // The function view: a key per label of each stack, counted once per stack
     // (children), and for its innermost frame (self).
     // A row's key: the label's part (function, file), interned once per label, and the
