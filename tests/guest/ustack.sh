@@ -44,6 +44,32 @@ if [ -x /usr/bin/uu_offcpu ] && [ "$1" != demo ]; then
 	dump kstack.offcpu /tmp/kstack.dat.offcpu
 fi
 
+# ustack record, for real: the host's ustack (its libraries come with it) runs the guest's
+# trace-cmd on the real module: a command with -e, a command with -T and --off-cpu, and a
+# running process (-p, stopped as Ctrl-C stops it: SIGINT to trace-cmd). What it says and
+# the stacks ustack reads from each file come out as "USTACK-RECORD NAME" blocks.
+urecord() {
+	name=$1
+	shift
+	echo "=== USTACK-RECORD $name"
+	ustack record -o /tmp/$name.dat "$@" 2>&1
+	echo "=== status $?"
+	ustack --folded - --sysroot / /tmp/$name.dat 2>&1
+	echo "=== END"
+}
+if [ -x /bin/ustack ] && [ "$1" != demo ]; then
+	urecord rec-cmd -e raw_syscalls:sys_enter -- uu_nofp chain 5
+	urecord rec-offcpu -T --off-cpu -- uu_offcpu 3 10
+	uu_offcpu 300 10 >/dev/null &
+	prog=$!
+	(while ! pidof trace-cmd >/dev/null; do sleep 1; done
+	 sleep 2
+	 kill -INT $(pidof trace-cmd) 2>/dev/null) &
+	urecord rec-pid -T -e raw_syscalls:sys_enter -p $prog
+	kill $prog 2>/dev/null
+	wait
+fi
+
 # trace-cmd stores /proc/kallsyms in every file (megabytes): an empty one keeps the other
 # files small enough for the console and the tree.
 : >/tmp/no-kallsyms

@@ -577,7 +577,9 @@ pub fn task_state(s: u64) -> String {
 }
 
 /// A `kernel_stack` record's frames: `size` addresses from `caller` (the format says
-/// `caller[8]`; the record holds `size` of them, bounded by its length), zeros left out.
+/// `caller[8]`; the record holds `size` of them, bounded by its length), up to the first
+/// zero, which ends the kernel's part (trace-cmd report prints `0x0` there; what follows
+/// is no kernel frame).
 fn kernel_frames(r: &Record, endian: Endian, size: &Field, caller: &Field) -> Vec<KFrame> {
     let n = r.int(size).unwrap_or(0).min(4096) as usize;
     let start = caller.offset;
@@ -585,7 +587,7 @@ fn kernel_frames(r: &Record, endian: Endian, size: &Field, caller: &Field) -> Ve
     data.chunks_exact(8)
         .take(n)
         .filter_map(|w| endian.uint(w, 8))
-        .filter(|&a| a != 0)
+        .take_while(|&a| a != 0)
         .map(KFrame::Addr)
         .collect()
 }
