@@ -326,7 +326,7 @@ fn kernel_frames_are_trace_cmd_reports() {
 /// calls (`kstack.offcpu`), which holds it and the on-CPU part of each call (the
 /// syscall's work, and the return to user space, where the module unwinds). Under QEMU's
 /// TCG the sleeps overrun by more than 10 ms each, so the program's own measurement,
-/// not the 1:3:2 it asks for, is the ground truth; the shares are compared with it.
+/// not the 1:3:2 it asks for, is the ground truth.
 #[test]
 fn off_cpu_time_is_what_the_program_measured() {
     let mut dirs = vec![fixture("")];
