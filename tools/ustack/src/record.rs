@@ -89,8 +89,12 @@ impl Record {
             a.push(e);
         }
         if let Some(p) = self.pid {
-            a.push("-P".into());
-            a.push(p.to_string());
+            // Every thread of the process, as perf record -p takes them: trace-cmd's -P
+            // traces one task id.
+            for t in threads(p) {
+                a.push("-P".into());
+                a.push(t.to_string());
+            }
         } else {
             // The command and its children only, as perf record does.
             a.push("-F".into());
@@ -152,6 +156,22 @@ impl Record {
         }
         Ok(lines)
     }
+}
+
+/// The threads of process `pid` (`/proc/PID/task`), in order; `pid` alone when they
+/// cannot be listed.
+pub fn threads(pid: i32) -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    if v.is_empty() {
+        v.push(pid);
+    }
+    v
 }
 
 /// The default trace-cmd, and where /sys is (`$USTACK_SYS`, for tests).

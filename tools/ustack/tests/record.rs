@@ -166,6 +166,19 @@ fn record_kernel_stacks_and_off_cpu() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// `-p PID` records every thread of the process (trace-cmd's -P takes one task id):
+/// this test's own threads.
+#[test]
+fn record_pid_takes_every_thread() {
+    let t = std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_millis(500)));
+    let me = std::process::id() as i32;
+    let threads = ustack::record::threads(me);
+    assert!(threads.len() >= 2 && threads.contains(&me), "{threads:?}");
+    t.join().unwrap();
+    // A process that is not there: its id as given.
+    assert_eq!(ustack::record::threads(i32::MAX), [i32::MAX]);
+}
+
 #[test]
 fn record_checks_the_module_and_the_option() {
     // The option never came on.
