@@ -3,7 +3,8 @@
 """ustack's flame graph in a real browser: Debian's chromium, headless, loads a page that
 holds the SVG in an iframe and drives it as a user would: a click on a frame (the view
 zooms to it), the Search button with a regular expression (the matching frames are marked
-and their share of the samples shown), Reset zoom. The page writes what it saw into its
+and their share of the samples shown), a term that is not a regular expression (said so
+in red), Reset zoom. The page writes what it saw into its
 own DOM, which chromium prints (--dump-dom); this script checks it against the trace's
 ground truth: in tests/fixtures/text.trace, uu_chain holds 20 of the 23 samples and
 uu_bench 3.
@@ -63,6 +64,13 @@ document.getElementById("fg").addEventListener("load", function () {
                      marked: doc.querySelectorAll("g.match").length,
                      chain_12ce: box(named(doc, "uu_chain+0x12ce")[0]),
                      bench: box(bench) };
+      win.prompt = function () { return "uu_chain(+0x12"; };
+      click(doc.getElementById("search"));
+      var m = doc.getElementById("matched");
+      out.bad = { matched: m.textContent, cls: m.getAttribute("class"),
+                  marked: doc.querySelectorAll("g.match").length,
+                  fill: m.ownerDocument.defaultView.getComputedStyle(m).fill };
+      click(doc.getElementById("unsearch"));
       click(doc.getElementById("reset"));
       out.reset = { all: box(all), bench: box(bench), chain: box(chain),
                     reset: doc.getElementById("reset").getAttribute("display") };
@@ -141,6 +149,11 @@ def check(res):
     want(s["marked"] == 3, f"three frames marked: {s['marked']}")
     want(s["chain_12ce"]["fill"] == "rgb(230,0,230)", f"marked colour: {s['chain_12ce']}")
     want(s["bench"]["cls"] == "f", "uu_bench not marked")
+    # A term that is not a regular expression: said so, in red, nothing marked.
+    bad = res["bad"]
+    want(bad["matched"].startswith("Search: Invalid regular expression")
+         and bad["cls"] == "error" and bad["marked"] == 0
+         and bad["fill"] == "rgb(192, 28, 40)", f"a bad regular expression: {bad}")
     want(abs(r["bench"]["w"] - full * 3 / 23) < 1 and r["chain"]["shown"]
          and r["reset"] == "none", f"reset: {r}")
     for f in fails:

@@ -10,6 +10,12 @@ report of each, with and without the libtraceevent plugin. Then, on the host:
 - the symbolized stacks of uu_chain must be exactly its known call chain, each frame at
   the source line of its call, found in the sources by text (tests/prog/uu_chain.c,
   uu_lib.c), and libc's frame named from libc6-dbg with llvm-symbolizer's file:line;
+- kstack.dat (-T, sched_switch, uu_chain and uu_offcpu): every sample's kernel frames are
+  trace-cmd report's naming of its event's kernel_stack, frame for frame, and uu_offcpu's
+  off-CPU time per function is what the program measured around its calls;
+- ustack record itself, run in the guest (the host binary, its libraries with it) on the
+  real module and trace-cmd: on a command with -e, with -T --off-cpu, and on a running
+  process with -p; each trace.dat is read back with complete stacks;
 - uu_nofp, built without frame pointers, unwound by the module's .eh_frame unwinder: its
   complete stack, from _start through __libc_start_main, main, nf_a, nf_b and nf_c to
   getppid in libc, each of its own frames at the source line of its call (found by text in
@@ -125,7 +131,7 @@ def check_nofp(work):
     check("nofp.dat: main -> nf_a -> nf_b -> nf_c at the lines of their calls", at,
           f"{frames} has no {own}")
     # Every frame, from the trace's (file, offset): the same stack unsymbolized.
-    raw = subprocess.run([USTACK, "--folded", "-", "--sysroot", "/nonexistent", trace],
+    raw = subprocess.run([USTACK, "--folded", "-", "--sysroot", "/nonexistent", "--sysroot-only", trace],
                          capture_output=True, text=True).stdout.splitlines()
     raw = [line.rsplit(" ", 1)[0].split(";") for line in raw
            if line.rsplit(" ", 1)[1] == "20" and "uu_nofp+0x" in line]
@@ -152,14 +158,52 @@ def check_nofp(work):
           f"\n  ustack:          {frames}\n  llvm-symbolizer: {want}")
 
 
+def check_record(out):
+    """ustack record run in the guest on the real module and trace-cmd."""
+    runs = {m.group(1): (m.group(2), m.group(3), m.group(4)) for m in re.finditer(
+        r"^=== USTACK-RECORD (\S+)\n(.*?)^=== status (\d+)\n(.*?)^=== END$", out, re.S | re.M)}
+    want = ("rec-cmd", "rec-offcpu", "rec-pid")
+    check("ustack record ran in the guest three ways", all(r in runs for r in want),
+          sorted(runs))
+    for name in want:
+        if name not in runs:
+            continue
+        said, status, folded = runs[name]
+        m = re.search(r"recorded /tmp/\S+: (\d+) events, (\d+) samples with stacks", said)
+        check(f"{name}: ustack record succeeded and read its trace.dat back",
+              status == "0" and m and int(m.group(2)) > 0 and "warning" not in said, said)
+        if name == "rec-cmd":
+            # uu_nofp chain 5: five getppid calls, main -> nf_a -> nf_b -> nf_c.
+            n = sum(int(line.rsplit(" ", 1)[1]) for line in folded.splitlines()
+                    if line.startswith("raw_syscalls:sys_enter;") and ";nf_a;nf_b;nf_c;" in line)
+            check("rec-cmd: uu_nofp's five calls with their complete stacks", n == 5, folded)
+        elif name == "rec-offcpu":
+            # Every oc_b sample is a sched_switch; its sleeps block in do_nanosleep (a
+            # preemption elsewhere in it has other kernel frames).
+            lines = [line for line in folded.splitlines() if ";oc_b;" in line]
+            check("rec-offcpu: oc_b's sleeps under sched_switch with kernel frames",
+                  lines and all(line.startswith("sched:sched_switch;") for line in lines)
+                  and any("do_nanosleep_[k]" in line for line in lines), folded)
+        else:
+            check("rec-pid: the running process's stacks, kernel frames above",
+                  any("_[k]" in line and ";oc_" in line for line in folded.splitlines()),
+                  folded)
+
+
 def main():
     work = os.path.join(os.path.dirname(PROG), "ustack-e2e")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(f"{work}/plugins")
     subprocess.run(["make", "-s", "-C", f"{ROOT}/tools/ustack/plugin", f"OUT={work}/plugins"],
                    check=True)
+    # The host's ustack runs in the guest (ustack record, for real): without its debug
+    # lines, with the one library the initramfs lacks.
+    subprocess.run(["objcopy", "--strip-debug", USTACK, f"{work}/ustack"], check=True)
+    libgcc = "/lib/x86_64-linux-gnu/libgcc_s.so.1"
     guest = subprocess.run(
         [f"{ROOT}/scripts/run-guest.sh", "--add", f"{ROOT}/tests/guest/ustack.sh:/bin/ustack.sh",
+         "--add", f"{PROG}/uu_offcpu:/usr/bin/uu_offcpu",
+         "--add", f"{work}/ustack:/bin/ustack", "--add", f"{libgcc}:{libgcc}",
          "--add", f"{work}/plugins/plugin_user_unwind.so:/plugins/plugin_user_unwind.so",
          "--log", f"{work}/console.log", "--", "/bin/ustack.sh"],
         capture_output=True, text=True)
@@ -174,17 +218,21 @@ def main():
         with open(f"{work}/{m.group(1)}", "wb") as f:
             f.write(files[m.group(1)])
     want = {f"{n}.{k}" for n in ("v7-zstd", "v7-none", "v6", "v7-global", "v7-date")
-            for k in ("dat", "report", "plugin-report")} | {"text.trace", "nofp.dat"}
+            for k in ("dat", "report", "plugin-report")} | {"text.trace", "nofp.dat",
+                                                              "kstack.dat", "kstack.report",
+                                                              "kstack.offcpu"}
     check("every file came out of the guest", want <= set(files), sorted(want - set(files)))
     if not want <= set(files):
         return
 
     # The reader against trace-cmd report, the plugin against the tool, on these files.
     tests = subprocess.run(["cargo", "test", "--release", "--quiet", "--test", "oracle",
-                            "--test", "cli"], cwd=f"{ROOT}/tools/ustack",
-                           env=dict(os.environ, USTACK_FIXTURES=work),
+                            "--test", "cli", "--test", "kernel"], cwd=f"{ROOT}/tools/ustack",
+                           env=dict(os.environ, USTACK_FIXTURES=work, USTACK_PROG=PROG),
                            capture_output=True, text=True)
-    check("the reader and the plugin pass their tests on the fresh recordings",
+    check("the reader, the plugin, the kernel frames (against trace-cmd report, frame for "
+          "frame) and off-CPU time (against uu_offcpu's own measurement) pass their tests "
+          "on the fresh recordings",
           tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-3000:])
 
     chain = expected_chain()
@@ -207,7 +255,7 @@ def main():
             continue
         frames = ours[0][0].split(";")
         check(f"{name}: the root is the triggering event",
-              frames[0] in ("raw_syscalls:sys_enter", "sys_enter"), frames[0])
+              frames[0] == "raw_syscalls:sys_enter", frames[0])
         check(f"{name}: uu_chain's frames are its call chain at the lines of its calls",
               frames[-len(chain):] == chain, f"{frames[-len(chain):]} != {chain}")
         # libc's outermost frame (with the .eh_frame unwinder the stack goes on through
@@ -215,7 +263,8 @@ def main():
         # return into __libc_start_call_main): llvm-symbolizer on the debug file found by the
         # file's build-id is the ground truth for the first libc frame of the folded line.
         offs = re.findall(r"libc\.so\.6\+0x([0-9a-f]+)", subprocess.run(
-            [USTACK, "--folded", "-", "--sysroot", "/nonexistent", f"{work}/{name}"],
+            [USTACK, "--folded", "-", "--sysroot", "/nonexistent", "--sysroot-only",
+             f"{work}/{name}"],
             capture_output=True, text=True).stdout)
         if offs:
             vaddr = libc.vaddr(int(offs[0], 16)) - 1
@@ -238,6 +287,7 @@ def main():
         check(f"{name}: nothing unresolved", "unresolved: 0 frames" in run.stderr, run.stderr)
         print(f"# {name}: symbolized in {took:.3f} s")
     check_nofp(work)
+    check_record(guest.stdout)
     print(f"ustack-e2e: {sum(results)} passed, {len(results) - sum(results)} failed")
     return 0 if all(results) else 1
 

@@ -9,6 +9,8 @@ use std::fmt;
 pub struct Error {
     pub msg: String,
     pub at: Option<u64>,
+    /// The command line is wrong, not the input (exit status 2).
+    pub usage: bool,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -18,13 +20,27 @@ impl Error {
         Error {
             msg: msg.into(),
             at: None,
+            usage: false,
         }
+    }
+
+    /// A usage error: the command line asks for what cannot be.
+    pub fn usage(msg: impl Into<String>) -> Self {
+        Error {
+            usage: true,
+            ..Error::new(msg)
+        }
+    }
+
+    pub fn is_usage(&self) -> bool {
+        self.usage
     }
 
     pub fn at(msg: impl Into<String>, at: u64) -> Self {
         Error {
             msg: msg.into(),
             at: Some(at),
+            usage: false,
         }
     }
 
@@ -33,6 +49,7 @@ impl Error {
         Error {
             msg: format!("{what}: {}", self.msg),
             at: self.at,
+            usage: self.usage,
         }
     }
 }

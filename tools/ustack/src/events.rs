@@ -44,6 +44,19 @@ pub enum Kind {
         cookie: u64,
         reason: Rc<str>,
     },
+    /// `ftrace:kernel_stack` (the `stacktrace` option, `trace-cmd record -T`): the kernel
+    /// stack of the event before it on its CPU, innermost frame first.
+    KernelStack {
+        frames: Vec<KFrame>,
+    },
+    /// `sched:sched_switch`: task `prev_pid` switched out in state `prev_state` (as the
+    /// event prints it: `S`, `D`, `R+`...), `next_pid` in. A possible trigger.
+    Switch {
+        name: Rc<str>,
+        prev_pid: i32,
+        prev_state: Rc<str>,
+        next_pid: i32,
+    },
     /// Any other event: a possible trigger, named `system:event` (or `event` from text).
     Other {
         name: Rc<str>,
@@ -55,6 +68,14 @@ pub enum Kind {
         child: i32,
         thread: bool,
     },
+}
+
+/// A kernel frame as the trace has it: an address (trace.dat, named through its kallsyms)
+/// or the name the kernel printed (the trace file's text).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum KFrame {
+    Addr(u64),
+    Name(Rc<str>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,9 +95,45 @@ impl Kind {
     pub fn trigger(&self) -> Option<&Rc<str>> {
         match self {
             Kind::Other { name } if is_module_event(name) => None,
-            Kind::Other { name } | Kind::NewTask { name, .. } => Some(name),
+            Kind::Other { name } | Kind::NewTask { name, .. } | Kind::Switch { name, .. } => {
+                Some(name)
+            }
             _ => None,
         }
+    }
+}
+
+/// The kernel's trace events and their systems (`system:event` lines), from its sources
+/// (`tools/event-systems.py`).
+const EVENT_SYSTEMS: &str = include_str!("event_systems.txt");
+
+/// The system-qualified name of an event the trace file's text names bare
+/// (`sys_enter` is `raw_syscalls:sys_enter`), as trace.dat names it: from the kernel's
+/// table, `syscalls:` for `sys_enter_*` and `sys_exit_*`, `user_unwind:` for the
+/// module's; a name the table does not know (or knows in two systems) stays bare.
+pub fn qualified(name: &str) -> String {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+    static TABLE: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
+    if name.contains(':') {
+        return name.to_string();
+    }
+    if name.starts_with("sys_enter_") || name.starts_with("sys_exit_") {
+        return format!("syscalls:{name}");
+    }
+    if name.starts_with("user_unwind_") || name == "file_cache" {
+        return format!("user_unwind:{name}");
+    }
+    let t = TABLE.get_or_init(|| {
+        EVENT_SYSTEMS
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split_once(':').map(|(s, e)| (e, s)))
+            .collect()
+    });
+    match t.get(name) {
+        Some(s) => format!("{s}:{name}"),
+        None => name.to_string(),
     }
 }
 
@@ -98,6 +155,10 @@ struct Layouts {
     file_cache: Option<FileCacheFields>,
     /// user_unwind_truncated's id, cookie and reason.
     truncated: Option<(u16, Field, Field)>,
+    /// ftrace:kernel_stack's id, size and caller[].
+    kstack: Option<(u16, Field, Field)>,
+    /// sched:sched_switch's id, prev_pid, prev_state and next_pid.
+    switch: Option<(u16, Field, Field, Field)>,
 }
 
 /// user_unwind_truncated's reason, as its `__print_symbolic` names it (src/events.h).
@@ -192,7 +253,20 @@ impl Layouts {
                 f.field("clone_flags")?.clone(),
             ))
         });
+        let kstack = t
+            .format_named("ftrace", "kernel_stack")
+            .and_then(|f| Some((f.id, f.field("size")?.clone(), f.field("caller")?.clone())));
+        let switch = t.format_named("sched", "sched_switch").and_then(|f| {
+            Some((
+                f.id,
+                f.field("prev_pid")?.clone(),
+                f.field("prev_state")?.clone(),
+                f.field("next_pid")?.clone(),
+            ))
+        });
         Ok(Layouts {
+            switch,
+            kstack,
             newtask,
             cookie,
             stack,
@@ -430,16 +504,35 @@ fn decode_event(
         kind
     } else {
         // An event whose format the file does not have is skipped.
-        names.get(&id).map(|n| match &layouts.newtask {
-            Some((nid, child, flags)) if *nid == id => match (r.int(child), r.int(flags)) {
-                (Some(c), Some(f)) => Kind::NewTask {
-                    name: Rc::clone(n),
-                    child: c as i32,
-                    thread: f & CLONE_THREAD != 0,
+        names.get(&id).map(|n| match &layouts.kstack {
+            Some((kid, size, caller)) if *kid == id => Kind::KernelStack {
+                frames: kernel_frames(&r, endian, size, caller),
+            },
+            _ if layouts.switch.as_ref().is_some_and(|s| s.0 == id) => {
+                let Some((_, prev, state, next)) = &layouts.switch else {
+                    unreachable!("checked above");
+                };
+                match (r.int(prev), r.int(state), r.int(next)) {
+                    (Some(p), Some(st), Some(nx)) => Kind::Switch {
+                        name: Rc::clone(n),
+                        prev_pid: p as i32,
+                        prev_state: task_state(st).into(),
+                        next_pid: nx as i32,
+                    },
+                    _ => Kind::Other { name: Rc::clone(n) },
+                }
+            }
+            _ => match &layouts.newtask {
+                Some((nid, child, flags)) if *nid == id => match (r.int(child), r.int(flags)) {
+                    (Some(c), Some(f)) => Kind::NewTask {
+                        name: Rc::clone(n),
+                        child: c as i32,
+                        thread: f & CLONE_THREAD != 0,
+                    },
+                    _ => Kind::Other { name: Rc::clone(n) },
                 },
                 _ => Kind::Other { name: Rc::clone(n) },
             },
-            _ => Kind::Other { name: Rc::clone(n) },
         })
     };
     Some(Event {
@@ -450,6 +543,53 @@ fn decode_event(
         comm: comms.get(&pid).cloned(),
         kind: kind?,
     })
+}
+
+/// A task state as sched_switch prints `prev_state` (include/trace/events/sched.h): the
+/// TASK_REPORT bits by letter, `R` for none (runnable: preempted), `+` when the
+/// TASK_REPORT_MAX bit (preempted) is set.
+pub fn task_state(s: u64) -> String {
+    const LETTERS: [(u64, &str); 8] = [
+        (0x01, "S"),
+        (0x02, "D"),
+        (0x04, "T"),
+        (0x08, "t"),
+        (0x10, "X"),
+        (0x20, "Z"),
+        (0x40, "P"),
+        (0x80, "I"),
+    ];
+    let low = s & 0xff;
+    let mut out = if low == 0 {
+        "R".to_string()
+    } else {
+        LETTERS
+            .iter()
+            .filter(|(b, _)| low & b != 0)
+            .map(|(_, l)| *l)
+            .collect::<Vec<_>>()
+            .join("|")
+    };
+    if s & 0x100 != 0 {
+        out.push('+');
+    }
+    out
+}
+
+/// A `kernel_stack` record's frames: `size` addresses from `caller` (the format says
+/// `caller[8]`; the record holds `size` of them, bounded by its length), up to the first
+/// zero, which ends the kernel's part (trace-cmd report prints `0x0` there; what follows
+/// is no kernel frame).
+fn kernel_frames(r: &Record, endian: Endian, size: &Field, caller: &Field) -> Vec<KFrame> {
+    let n = r.int(size).unwrap_or(0).min(4096) as usize;
+    let start = caller.offset;
+    let data = r.data.get(start..).unwrap_or(&[]);
+    data.chunks_exact(8)
+        .take(n)
+        .filter_map(|w| endian.uint(w, 8))
+        .take_while(|&a| a != 0)
+        .map(KFrame::Addr)
+        .collect()
 }
 
 /// Decode every event of a trace.dat, in timestamp order. Records of the module's events
@@ -596,15 +736,15 @@ impl Iterator for TextStream<'_> {
                 self.info.clock = crate::selected_clock(c);
                 continue;
             }
-            if let Some(rest) = line.strip_prefix(" => ") {
-                if let Some(Event {
-                    kind: Kind::Stack { frames, .. },
-                    ..
-                }) = self.cur.as_mut()
-                {
-                    if let Some(f) = parse_frame_line(rest) {
-                        frames.push(f);
+            if let Some(rest) = line.trim_start().strip_prefix("=> ") {
+                match self.cur.as_mut().map(|e| &mut e.kind) {
+                    Some(Kind::Stack { frames, .. }) => {
+                        if let Some(f) = parse_frame_line(rest) {
+                            frames.push(f);
+                        }
                     }
+                    Some(Kind::KernelStack { frames }) => frames.push(parse_kernel_frame(rest)),
+                    _ => {}
                 }
                 continue;
             }
@@ -634,6 +774,31 @@ fn parse_frame_line(s: &str) -> Option<RawFrame> {
     Some(RawFrame { value, file })
 }
 
+/// A kernel frame of the trace file's text: `function`, `function+0x1a/0x30` (the
+/// sym-offset option: the name is kept), `function [module]`, or an address the kernel
+/// could not name (`0xffffffff81000000`).
+fn parse_kernel_frame(s: &str) -> KFrame {
+    let s = s.trim();
+    if let Some(a) = s
+        .strip_prefix("0x")
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+    {
+        return KFrame::Addr(a);
+    }
+    let (name, module) = match s.split_once(' ') {
+        Some((n, m)) if m.starts_with('[') => (n, Some(m)),
+        _ => (s, None),
+    };
+    let name = match name.split_once("+0x") {
+        Some((n, _)) => n,
+        None => name,
+    };
+    match module {
+        Some(m) => KFrame::Name(format!("{name} {m}").into()),
+        None => KFrame::Name(name.into()),
+    }
+}
+
 /// `COMM-PID [CPU] FLAGS TS: NAME: BODY`, the flags optional.
 fn parse_event_line(line: &str) -> Option<Event> {
     let open = line.find(" [")?;
@@ -655,6 +820,17 @@ fn parse_event_line(line: &str) -> Option<Event> {
     let ts_word = rest[..colon].split_whitespace().last()?;
     let ts = parse_ts(ts_word)?;
     let rest = &rest[colon + 2..];
+    // The kernel's stack trace (the stacktrace option): its frames follow as "=> " lines.
+    if rest.trim_end() == "<stack trace>" {
+        return Some(Event {
+            ts,
+            cpu,
+            pid,
+            tgid,
+            comm: Some(comm.into()),
+            kind: Kind::KernelStack { frames: Vec::new() },
+        });
+    }
     let (name, body) = match rest.find(':') {
         Some(i) => (&rest[..i], rest[i + 1..].trim_start()),
         None => (rest, ""),
@@ -703,6 +879,17 @@ fn parse_event_line(line: &str) -> Option<Event> {
                 .into(),
         },
         n if n.is_empty() || n.contains(' ') => return None,
+        "sched_switch" => {
+            let word = |k: &str| -> Option<&str> {
+                body.split_whitespace().find_map(|w| w.strip_prefix(k))
+            };
+            Kind::Switch {
+                name: qualified(name).into(),
+                prev_pid: word("prev_pid=")?.parse().ok()?,
+                prev_state: word("prev_state=")?.into(),
+                next_pid: word("next_pid=")?.parse().ok()?,
+            }
+        }
         "task_newtask" => {
             let child = dec_field(body, "pid=")?;
             let flags = u64::from_str_radix(
@@ -714,12 +901,14 @@ fn parse_event_line(line: &str) -> Option<Event> {
             )
             .ok()?;
             Kind::NewTask {
-                name: name.into(),
+                name: qualified(name).into(),
                 child: child as i32,
                 thread: flags & CLONE_THREAD != 0,
             }
         }
-        n => Kind::Other { name: n.into() },
+        n => Kind::Other {
+            name: qualified(n).into(),
+        },
     };
     Some(Event {
         ts,
@@ -809,6 +998,20 @@ CPU:0 [LOST 7 EVENTS]
 ";
 
     #[test]
+    fn bare_names_get_their_system() {
+        assert_eq!(qualified("sys_enter"), "raw_syscalls:sys_enter");
+        assert_eq!(qualified("sched_switch"), "sched:sched_switch");
+        assert_eq!(qualified("kernel_stack"), "ftrace:kernel_stack");
+        assert_eq!(qualified("sys_enter_openat"), "syscalls:sys_enter_openat");
+        assert_eq!(
+            qualified("user_unwind_cookie"),
+            "user_unwind:user_unwind_cookie"
+        );
+        assert_eq!(qualified("irq:irq_handler_entry"), "irq:irq_handler_entry");
+        assert_eq!(qualified("no_such_event_here"), "no_such_event_here");
+    }
+
+    #[test]
     fn parses_the_trace_file() {
         let (ev, info) = from_text(TEXT);
         assert_eq!(info.clock.as_deref(), Some("global"));
@@ -817,7 +1020,8 @@ CPU:0 [LOST 7 EVENTS]
         assert_eq!(
             ev[0].kind,
             Kind::Other {
-                name: "sys_enter".into()
+                // Qualified as trace.dat names it.
+                name: "raw_syscalls:sys_enter".into()
             }
         );
         assert_eq!(ev[0].pid, 93);

@@ -24,7 +24,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
-use crate::events::{Event, Kind, RawFrame};
+use crate::events::{Event, KFrame, Kind, RawFrame};
 
 /// File cookie 0: the address was in no mapping; 1: anonymous memory (raw addresses).
 pub const COOKIE_NO_VMA: u64 = 0;
@@ -83,6 +83,14 @@ pub struct Sample {
     pub truncated: Option<Rc<str>>,
     /// The order of its cookie in the trace.
     pub seq: usize,
+    /// The kernel stack of its triggering event (`kernel_stack`, the stacktrace option),
+    /// innermost frame first; empty when the trace has none.
+    pub kernel: Vec<KFrame>,
+    /// When its event is the task's own `sched_switch` out: the state it left in
+    /// (`prev_state`) and, once the trace switches it in again, the time it was off the
+    /// CPU, in nanoseconds.
+    pub switched: Option<Rc<str>>,
+    pub off_cpu: Option<u64>,
 }
 
 /// What the join found and what it could not, every count of something not guessed.
@@ -110,6 +118,9 @@ pub struct Stats {
     pub truncated_stacks: usize,
     /// Frames named by a `file_cache` written after their stack.
     pub late_named_frames: usize,
+    /// `kernel_stack` events, and those joined to a sample's triggering event.
+    pub kernel_stacks: usize,
+    pub kernel_stacks_joined: usize,
 }
 
 struct Pending {
@@ -131,7 +142,26 @@ struct Waiting {
 struct Last {
     trigger: Option<Rc<str>>,
     pid: i32,
+    /// Its number on the CPU.
+    n: u64,
+    /// A sched_switch: its time, the task switched out and its state.
+    switch: Option<(u64, i32, Rc<str>)>,
 }
+
+/// An event on a CPU whose `kernel_stack` has not come yet: the kernel writes an event's
+/// stack right after the event commits, so one written while another commits (the
+/// module's cookie, from inside the trigger's commit) gets its stack first: the most
+/// recent such event of the task takes the next `kernel_stack`.
+struct KWait {
+    n: u64,
+    pid: i32,
+    /// The sample whose trigger it is, once a cookie took it.
+    seq: Option<usize>,
+}
+
+/// Events waiting for their kernel stack on a CPU, at most (a trace without kernel stacks
+/// never takes them).
+const KWAIT_MAX: usize = 8;
 
 /// A stack record, until the next event on its CPU: the `file_cache` events right after it
 /// (same task) may name its file cookies, and a `user_unwind_truncated` of its cookie says
@@ -148,6 +178,9 @@ struct Awaiting {
 #[derive(Default)]
 struct CpuState {
     last: Option<Last>,
+    /// Events counted on the CPU, and those waiting for their kernel stack.
+    n: u64,
+    kwait: Vec<KWait>,
     /// A cookie whose trigger may be the next event.
     waiting: Option<(usize, i32)>,
     awaiting: Option<Awaiting>,
@@ -176,6 +209,9 @@ pub struct Joiner {
     held: VecDeque<Sample>,
     held_frames: usize,
     awaited: HashMap<u64, usize>,
+    /// Tasks switched out by a sample's event: task to (time, sample), until the trace
+    /// switches them in.
+    switched_out: HashMap<i32, (u64, usize)>,
 }
 
 impl Joiner {
@@ -227,6 +263,25 @@ impl Joiner {
             self.release_front(out);
         }
         let mut cpu = self.cpus.remove(&e.cpu).unwrap_or_default();
+        // A kernel stack belongs to an event before it on its CPU, and is no event of its
+        // own: the runs below (a cookie's trigger next to it, file caches after a stack)
+        // go through it.
+        if let Kind::KernelStack { frames } = e.kind {
+            self.st.kernel_stacks += 1;
+            if let Some(i) = cpu.kwait.iter().rposition(|k| k.pid == e.pid) {
+                let k = cpu.kwait.swap_remove(i);
+                cpu.kwait.truncate(i);
+                if let Some(w) = k.seq.and_then(|seq| self.waiting.get_mut(&seq)) {
+                    w.s.kernel = frames;
+                    self.st.kernel_stacks_joined += 1;
+                }
+            }
+            self.cpus.insert(e.cpu, cpu);
+            return;
+        }
+        cpu.n += 1;
+        let n = cpu.n;
+        let mut kseq = None;
         // File caches repeated right after a stack on its CPU resolve it; anything else
         // ends the run.
         if let Some(aw) = cpu.awaiting.as_mut() {
@@ -261,6 +316,15 @@ impl Joiner {
             let trigger = match e.kind.trigger() {
                 Some(name) if e.pid == pid => {
                     taken = true;
+                    kseq = Some(seq);
+                    if let Kind::Switch {
+                        prev_pid,
+                        prev_state,
+                        ..
+                    } = &e.kind
+                    {
+                        self.switch_out(seq, e.ts, *prev_pid, prev_state, pid);
+                    }
                     Some(Rc::clone(name))
                 }
                 _ => None,
@@ -271,7 +335,15 @@ impl Joiner {
             self.tgids.insert(e.pid, t);
         }
         match &e.kind {
-            Kind::Other { .. } => {}
+            Kind::Other { .. } | Kind::KernelStack { .. } => {}
+            // A task switched in: its sample's off-CPU time ends.
+            Kind::Switch { next_pid, .. } => {
+                if let Some((ts, seq)) = self.switched_out.remove(next_pid) {
+                    if let Some(w) = self.waiting.get_mut(&seq) {
+                        w.s.off_cpu = Some(e.ts.saturating_sub(ts));
+                    }
+                }
+            }
             Kind::NewTask { child, thread, .. } => {
                 let t = if *thread { self.tgid(e.pid) } else { *child };
                 self.tgids.insert(*child, t);
@@ -295,6 +367,9 @@ impl Joiner {
                             complete: false,
                             truncated: None,
                             seq,
+                            kernel: Vec::new(),
+                            switched: None,
+                            off_cpu: None,
                         },
                         trigger_known: false,
                         frames_known: false,
@@ -315,7 +390,17 @@ impl Joiner {
                     Some(Last {
                         trigger: Some(name),
                         pid,
-                    }) if pid == e.pid => self.set_trigger(seq, Some(name), out),
+                        n,
+                        switch,
+                    }) if pid == e.pid => {
+                        if let Some(k) = cpu.kwait.iter_mut().find(|k| k.n == n) {
+                            k.seq = Some(seq);
+                        }
+                        if let Some((ts, prev, state)) = switch {
+                            self.switch_out(seq, ts, prev, &state, pid);
+                        }
+                        self.set_trigger(seq, Some(name), out)
+                    }
                     _ => cpu.waiting = Some((seq, e.pid)),
                 }
             }
@@ -371,8 +456,36 @@ impl Joiner {
                 _ => None,
             },
             pid: e.pid,
+            n,
+            switch: match &e.kind {
+                Kind::Switch {
+                    prev_pid,
+                    prev_state,
+                    ..
+                } if !taken => Some((e.ts, *prev_pid, Rc::clone(prev_state))),
+                _ => None,
+            },
+        });
+        if cpu.kwait.len() >= KWAIT_MAX {
+            cpu.kwait.remove(0);
+        }
+        cpu.kwait.push(KWait {
+            n,
+            pid: e.pid,
+            seq: kseq,
         });
         self.cpus.insert(e.cpu, cpu);
+    }
+
+    /// Sample `seq`'s event switched its task (`pid`) out at `ts`, in `state`.
+    fn switch_out(&mut self, seq: usize, ts: u64, prev: i32, state: &Rc<str>, pid: i32) {
+        if prev != pid {
+            return;
+        }
+        if let Some(w) = self.waiting.get_mut(&seq) {
+            w.s.switched = Some(Rc::clone(state));
+            self.switched_out.insert(pid, (ts, seq));
+        }
     }
 
     fn set_trigger(&mut self, seq: usize, name: Option<Rc<str>>, out: &mut impl FnMut(Sample)) {
@@ -541,7 +654,9 @@ impl Joiner {
 
     /// The end of the trace: what is still waiting comes out as it is, counted.
     pub fn finish(mut self, out: &mut impl FnMut(Sample)) -> Stats {
-        let cpus: Vec<u32> = self.cpus.keys().copied().collect();
+        // CPUs in order: the samples come out the same every run.
+        let mut cpus: Vec<u32> = self.cpus.keys().copied().collect();
+        cpus.sort_unstable();
         for c in cpus {
             if let Some(mut cpu) = self.cpus.remove(&c) {
                 if let Some(aw) = cpu.awaiting.take() {

@@ -17,6 +17,7 @@ pub mod error;
 pub mod events;
 pub mod format;
 pub mod join;
+pub mod kallsyms;
 pub mod output;
 pub mod record;
 pub mod ringbuf;
@@ -106,6 +107,14 @@ impl<'a> Source<'a> {
         match self {
             Source::Dat(d) => d.bytes_read(),
             Source::Text(t) => t.bytes_read(),
+        }
+    }
+
+    /// The traced kernel's symbols the trace holds (trace.dat's kallsyms; none in text).
+    pub fn kallsyms(&self) -> kallsyms::Kallsyms {
+        match self {
+            Source::Dat(d) => d.t.kallsyms.clone(),
+            Source::Text(_) => kallsyms::Kallsyms::default(),
         }
     }
 

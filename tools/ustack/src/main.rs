@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use ustack::error::{Error, Result};
+use ustack::kallsyms::Kallsyms;
 use ustack::output::{SortKey, View};
-use ustack::stacks::{escape, Aggregator, Filter};
+use ustack::stacks::{escape, Aggregator, Filter, StackView};
 use ustack::symbolize::{FileStatus, Options, Symbolizer};
 use ustack::{join, output};
 
@@ -27,6 +28,7 @@ Outputs (each FILE may be - for standard output, for one of them):
   --folded FILE        folded stacks, 'event;outer;...;inner COUNT', for flame graph tools
   --svg FILE           a flame graph (click to zoom, search)
   --diff BASE          the flame graph coloured by the change from trace BASE
+  --inverted           the flame graph as an icicle graph (its root at the top)
   --speedscope FILE    speedscope JSON
   --pprof FILE         pprof profile.proto, gzipped
   --perf-script FILE   perf script's text: each sample's event line, then its frames
@@ -37,10 +39,19 @@ Outputs (each FILE may be - for standard output, for one of them):
   -G, --caller         report stacks outermost frame first (default: innermost first)
   --task               a comm-pid level under the event
   --lines              file:line in labels (and stacks told apart by line)
+  --off-cpu            off-CPU time: each sched_switch sample weighted by the time until
+                       its task is switched in again (ns); preempted tasks left out
+  --preempted          with --off-cpu, preempted (runnable) tasks too, under [R]
+  --user-only          leave the kernel frames out (recorded with -T: ustack record -T)
+  --kernel-only        only the kernel frames
 
 Finding the files (the paths are the traced machine's):
   --sysroot DIR        look for every path under DIR
   --map PREFIX=DIR     look for paths under PREFIX in DIR (before the sysroot; repeatable)
+                       (a path neither finds is then looked for as it is, on this
+                       machine, and taken if its build-id is the trace's)
+  --sysroot-only       never look at this machine's own paths when --sysroot or --map
+                       is given
   --debug-dir DIR      look for DIR/.build-id/xx/yyyy.debug first (repeatable)
   --perf-map FILE      a JIT's /tmp/perf-PID.map, for its anonymous frames (repeatable)
   --no-inline          no inlined frames
@@ -60,8 +71,8 @@ Instances (trace-cmd record -B):
 ";
 
 const RECORD_USAGE: &str = "\
-usage: ustack record [-e EVENT]... [-o FILE] [-C CLOCK] [--date] -- COMMAND [ARGS...]
-       ustack record [-e EVENT]... [-o FILE] [-C CLOCK] [--date] -p PID
+usage: ustack record [-e EVENT]... [-o FILE] [-C CLOCK] [--date] [-T] [--off-cpu] -- COMMAND [ARGS...]
+       ustack record [-e EVENT]... [-o FILE] [-C CLOCK] [--date] [-T] [--off-cpu] -p PID
 
 Runs trace-cmd record with the user_unwind events, task:task_newtask and the events
 given (sched:sched_switch if none), clock global, on COMMAND and its children or on
@@ -74,6 +85,9 @@ and its option file there, then that the option came on, and reads what was reco
   -C CLOCK             the trace clock (default global)
   --date               times of day, not the clock's count (trace-cmd record --date): the
                        report, --time and pprof's time_nanos give them
+  -T, --kernel         kernel stacks too (trace-cmd record -T): ustack puts them above
+                       the user frames
+  --off-cpu            what ustack --off-cpu reads: sched:sched_switch, kernel stacks
   --trace-cmd PATH     the trace-cmd to run
 ";
 
@@ -87,6 +101,8 @@ fn record_main() -> ExitCode {
         output: PathBuf::from("trace.dat"),
         clock: "global".into(),
         date: false,
+        kernel: false,
+        off_cpu: false,
         trace_cmd,
         sys,
     };
@@ -111,6 +127,14 @@ fn record_main() -> ExitCode {
             Short('C') | Long("clock") => v(&mut p).map(|c| r.clock = c),
             Long("date") => {
                 r.date = true;
+                Ok(())
+            }
+            Short('T') | Long("kernel") => {
+                r.kernel = true;
+                Ok(())
+            }
+            Long("off-cpu") => {
+                r.off_cpu = true;
                 Ok(())
             }
             Long("trace-cmd") => os_value(&mut p).map(|t| r.trace_cmd = t.into()),
@@ -173,6 +197,10 @@ struct Args {
     bench: Option<Vec<usize>>,
     diff: Option<PathBuf>,
     instance: Option<String>,
+    /// An icicle graph: the flame graph's root at the top.
+    inverted: bool,
+    stack_view: StackView,
+    off_cpu: Option<ustack::stacks::OffCpu>,
 }
 
 /// An option's value, as given (a path).
@@ -221,12 +249,24 @@ fn parse_args() -> std::result::Result<Args, String> {
                     .collect::<std::result::Result<_, _>>()?;
             }
             Long("percent-limit") => {
-                a.view.percent_limit = value(&mut p)?
+                let v = value(&mut p)?;
+                a.view.percent_limit = v
                     .trim_end_matches('%')
-                    .parse()
-                    .map_err(|_| "--percent-limit wants a number")?
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|p| (0.0..=100.0).contains(p))
+                    .ok_or_else(|| {
+                        format!("--percent-limit wants a share from 0 to 100, not '{v}'")
+                    })?
             }
-            Short('G') | Long("caller") | Long("inverted") => a.view.caller_first = true,
+            Short('G') | Long("caller") => a.view.caller_first = true,
+            Long("inverted") => a.inverted = true,
+            Long("user-only") => a.stack_view = StackView::UserOnly,
+            Long("off-cpu") => a.off_cpu = Some(a.off_cpu.unwrap_or_default()),
+            Long("preempted") => {
+                a.off_cpu = Some(ustack::stacks::OffCpu { preempted: true });
+            }
+            Long("kernel-only") => a.stack_view = StackView::KernelOnly,
             Long("callee") => a.view.caller_first = false,
             Long("task") => a.view.task = true,
             Long("diff") => a.diff = Some(os_value(&mut p)?.into()),
@@ -241,6 +281,7 @@ fn parse_args() -> std::result::Result<Args, String> {
             Long("debug-dir") => a.opts.debug_dirs.push(os_value(&mut p)?.into()),
             Long("perf-map") => a.opts.perf_maps.push(os_value(&mut p)?.into()),
             Long("no-inline") => a.opts.no_inline = true,
+            Long("sysroot-only") => a.opts.sysroot_only = true,
             Long("pid") => a
                 .filter
                 .pids
@@ -255,10 +296,17 @@ fn parse_args() -> std::result::Result<Args, String> {
                 ustack::stacks::parse_cpus(&value(&mut p)?).ok_or("--cpu wants CPUs: 0,2-3")?,
             ),
             Long("time") => {
-                a.filter.time = Some(
-                    ustack::stacks::parse_time(&value(&mut p)?)
-                        .ok_or("--time wants START,END in trace seconds (either may be empty)")?,
-                )
+                let v = value(&mut p)?;
+                let t = ustack::stacks::parse_time(&v)
+                    .ok_or("--time wants START,END in trace seconds (either may be empty)")?;
+                if let (Some(a), Some(b)) = t {
+                    if b < a {
+                        return Err(format!(
+                            "--time {v}: the end is before the start (START,END in trace seconds)"
+                        ));
+                    }
+                }
+                a.filter.time = Some(t);
             }
             Long("instance") => a.instance = Some(value(&mut p)?),
             Long("event") => a.filter.events.push(value(&mut p)?),
@@ -281,6 +329,15 @@ fn parse_args() -> std::result::Result<Args, String> {
             Value(_) => return Err("one trace at a time".into()),
             _ => return Err(arg.unexpected().to_string()),
         }
+    }
+    if a.stack_view != StackView::Both
+        && std::env::args().any(|x| x == "--user-only")
+        && std::env::args().any(|x| x == "--kernel-only")
+    {
+        return Err("--user-only and --kernel-only: one of them".into());
+    }
+    if a.inverted && !a.outputs.iter().any(|(k, _)| k == "svg") {
+        return Err("--inverted draws the flame graph upside down: give --svg FILE too".into());
     }
     if a.diff.is_some() && !a.outputs.iter().any(|(k, _)| k == "svg") {
         return Err("--diff BASE colours a flame graph: give --svg FILE too".into());
@@ -407,34 +464,47 @@ impl Progress {
 }
 
 /// Read a trace, join it and count its samples.
+#[allow(clippy::too_many_arguments)]
 fn read_trace(
     path: &std::path::Path,
     filter: &Filter,
     instance: Option<&str>,
     progress: &mut Progress,
     keep_times: bool,
-    mut sink: Option<&mut dyn FnMut(&join::Sample)>,
-) -> Result<(Aggregator, join::Stats, ustack::Summary)> {
+    view: StackView,
+    off_cpu: Option<ustack::stacks::OffCpu>,
+    mut sink: Option<&mut output::PerfScript>,
+) -> Result<(Aggregator, join::Stats, ustack::Summary, Kallsyms)> {
     let name = path.display().to_string();
     let input = Input::open(path)?;
     let bytes = input.bytes();
     let total = bytes.len() as u64;
     let mut src = ustack::open_instance(bytes, instance).map_err(|e| e.context(&escape(&name)))?;
     src.on_release(|s, e| input.release(s, e));
+    let kallsyms = src.kallsyms();
+    if let Some(f) = sink.as_mut() {
+        f.kallsyms(kallsyms.clone());
+    }
     let mut joiner = join::Joiner::new();
     let mut agg = Aggregator::new(filter.clone());
     agg.keep_times = keep_times;
+    agg.view = view;
+    agg.off_cpu = off_cpu;
     let mut n = 0u64;
-    let mut take = |s: join::Sample| {
+    let mut take = |s: join::Sample, sink: &mut Option<&mut output::PerfScript>| {
         if let Some(f) = sink.as_mut() {
             if filter.keeps(&s) {
-                f(&s);
+                f.sample(&s);
             }
         }
         agg.add(&s);
     };
     while let Some(e) = src.next() {
-        joiner.push(e, &mut take);
+        let ts = e.ts;
+        joiner.push(e, &mut |s| take(s, &mut sink));
+        if let Some(f) = sink.as_mut() {
+            f.advance(ts);
+        }
         n += 1;
         if n.is_multiple_of(65536) {
             let read = src.bytes_read();
@@ -448,13 +518,13 @@ fn read_trace(
             });
         }
     }
-    let st = joiner.finish(&mut take);
+    let st = joiner.finish(&mut |s| take(s, &mut sink));
     let summary = src.summary();
     drop(src);
     if let Some(e) = &summary.not_a_trace {
         return Err(Error::new(e.clone()).context(&escape(&name)));
     }
-    Ok((agg, st, summary))
+    Ok((agg, st, summary, kallsyms))
 }
 
 fn run(a: Args) -> Result<bool> {
@@ -464,37 +534,47 @@ fn run(a: Args) -> Result<bool> {
         ustack::bench::run(stacks, get(1, 32), get(2, 4096), get(3, stacks))?;
         return Ok(true);
     }
-    let path = a
-        .trace
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("trace.dat"));
+    let path = match a.trace.clone() {
+        Some(p) => p,
+        None => {
+            let p = PathBuf::from("trace.dat");
+            if !p.exists() {
+                return Err(Error::usage(format!(
+                    "no trace given, and no trace.dat in {}: name a trace (trace.dat or the text \
+                     of the trace file), or record one with 'ustack record -e EVENT -- COMMAND' \
+                     (or trace-cmd record -e user_unwind -e EVENT COMMAND)",
+                    std::env::current_dir()
+                        .map(|d| escape(&d.display().to_string()))
+                        .unwrap_or_else(|_| "the current directory".into())
+                )));
+            }
+            p
+        }
+    };
     let name = path.display().to_string();
     let mut progress = Progress::new(a.quiet);
     let mut sym = Symbolizer::new(a.opts.clone());
     // pprof gives each sample's time.
     let times = a.outputs.iter().any(|(k, _)| k == "pprof");
     // perf script's text is written sample by sample, as the trace is read.
-    let (agg, st, summary) = match a.outputs.iter().find(|(k, _)| k == "perf-script") {
+    let mut late = 0;
+    let (agg, st, summary, kallsyms) = match a.outputs.iter().find(|(k, _)| k == "perf-script") {
         Some((_, dest)) => {
             let mut r = None;
             write_out(dest, |w| {
-                let mut err = None;
-                let mut sink = |s: &join::Sample| {
-                    if err.is_none() {
-                        if let Err(e) = output::perf_script_sample(s, &mut sym, w) {
-                            err = Some(e);
-                        }
-                    }
-                };
+                let mut ps = output::PerfScript::new(&mut sym, w);
                 r = Some(read_trace(
                     &path,
                     &a.filter,
                     a.instance.as_deref(),
                     &mut progress,
                     times,
-                    Some(&mut sink),
+                    a.stack_view,
+                    a.off_cpu,
+                    Some(&mut ps),
                 ));
-                err.map_or(Ok(()), Err)
+                late = ps.finish()?;
+                Ok(())
             })?;
             r.ok_or_else(|| Error::new("no trace read"))??
         }
@@ -504,27 +584,36 @@ fn run(a: Args) -> Result<bool> {
             a.instance.as_deref(),
             &mut progress,
             times,
+            a.stack_view,
+            a.off_cpu,
             None,
         )?,
     };
     let base = match &a.diff {
-        Some(b) => Some(
-            read_trace(
-                b,
-                &a.filter,
-                a.instance.as_deref(),
-                &mut progress,
-                false,
-                None,
-            )?
-            .0,
-        ),
+        Some(b) => Some(read_trace(
+            b,
+            &a.filter,
+            a.instance.as_deref(),
+            &mut progress,
+            false,
+            a.stack_view,
+            a.off_cpu,
+            None,
+        )?),
         None => None,
     };
     progress.tick(|| "symbolizing".to_string());
     let (kept, seen, times_dropped) = (agg.samples, agg.seen, agg.times_dropped);
+    let off_cpu_note = a
+        .off_cpu
+        .map(|_| (agg.value, agg.off_cpu_other, agg.off_cpu_preempted));
+    // Each trace's kernel frames by its own kallsyms.
+    let base = base.map(|(b, _, _, k)| {
+        sym.kallsyms = k;
+        b.profile(&mut sym, a.lines)
+    });
+    sym.kallsyms = kallsyms;
     let p = agg.profile(&mut sym, a.lines);
-    let base = base.map(|b| b.profile(&mut sym, a.lines));
     progress.done();
     let mut outputs = a.outputs;
     if outputs.is_empty() {
@@ -548,8 +637,9 @@ fn run(a: Args) -> Result<bool> {
                             escape(&bp.display().to_string())
                         ),
                         task,
+                        a.inverted,
                     ),
-                    _ => output::svg(&p, &format!("ustack: {}", escape(&name)), task),
+                    _ => output::svg(&p, &format!("ustack: {}", escape(&name)), task, a.inverted),
                 };
                 w.write_all(svg.as_bytes())
             })?,
@@ -583,6 +673,22 @@ fn run(a: Args) -> Result<bool> {
             summary.bad_records,
             summary.lost
         );
+        if let Some((ns, other, preempted)) = off_cpu_note {
+            eprintln!(
+                "ustack: off-CPU: {:.3} ms in {kept} samples; left out: {other} whose event did not switch their task out (or the trace did not switch it in again), {preempted} preempted (--preempted shows them)",
+                ns as f64 / 1e6
+            );
+        }
+        if st.kernel_stacks > 0 {
+            eprintln!(
+                "ustack: kernel stacks: {} of {} joined to a sample's event; {} kernel frames, {} not named by the trace's kallsyms ({} symbols)",
+                st.kernel_stacks_joined,
+                st.kernel_stacks,
+                p.kernel_frames,
+                p.kernel_unnamed,
+                sym.kallsyms.len()
+            );
+        }
         if p.frames_total > 0 {
             eprintln!(
                 "ustack: named: {} of {} frames of the samples kept ({} unnamed, shown as file+0xoffset)",
@@ -622,8 +728,15 @@ fn run(a: Args) -> Result<bool> {
             let path = escape(&f.path);
             match status {
                 FileStatus::Ok { .. } => {}
-                FileStatus::Missing => {
-                    eprintln!("ustack: {path}: not found (see --sysroot, --map)")
+                FileStatus::Missing { tried } => {
+                    let tried: Vec<String> = tried
+                        .iter()
+                        .map(|t| escape(&t.display().to_string()))
+                        .collect();
+                    eprintln!(
+                        "ustack: {path}: not found (tried {}; see --sysroot, --map)",
+                        tried.join(", ")
+                    )
                 }
                 FileStatus::NotElf { host } => {
                     eprintln!(
@@ -641,6 +754,12 @@ fn run(a: Args) -> Result<bool> {
                 }
             }
         }
+    }
+    if late > 0 {
+        eprintln!(
+            "ustack: perf script: {late} samples came more than {} s of trace after later ones and were written out of time order",
+            output::perf_script::REORDER_NS / 1_000_000_000
+        );
     }
     if times_dropped {
         eprintln!(
@@ -700,6 +819,10 @@ fn main() -> ExitCode {
     match run(a) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
+        Err(e) if e.is_usage() => {
+            eprintln!("ustack: {e}\n{HINT}");
+            ExitCode::from(2)
+        }
         Err(e) => {
             eprintln!("ustack: {e}");
             ExitCode::from(1)

@@ -22,6 +22,10 @@ pub struct Record {
     /// `trace-cmd record --date`: the file maps the trace clock to the time of day, which
     /// the report, `--time` and pprof's `time_nanos` then give.
     pub date: bool,
+    /// Kernel stacks too (`trace-cmd record -T`: a `kernel_stack` after every event).
+    pub kernel: bool,
+    /// What `ustack --off-cpu` needs: `sched:sched_switch`, with kernel stacks.
+    pub off_cpu: bool,
     pub trace_cmd: PathBuf,
     /// Where `/sys` is (tests give another).
     pub sys: PathBuf,
@@ -68,10 +72,15 @@ impl Record {
         if self.date {
             a.push("--date".into());
         }
+        if self.kernel || self.off_cpu {
+            a.push("-T".into());
+        }
         a.push("-o".into());
         a.push(self.output.display().to_string());
         let mut events = vec!["user_unwind".to_string(), "task:task_newtask".to_string()];
-        if self.events.is_empty() {
+        if self.events.is_empty()
+            || (self.off_cpu && !self.events.iter().any(|e| e == DEFAULT_EVENT))
+        {
             events.push(DEFAULT_EVENT.into());
         }
         events.extend(self.events.iter().cloned());
@@ -80,8 +89,12 @@ impl Record {
             a.push(e);
         }
         if let Some(p) = self.pid {
-            a.push("-P".into());
-            a.push(p.to_string());
+            // Every thread of the process, as perf record -p takes them: trace-cmd's -P
+            // traces one task id.
+            for t in threads(p) {
+                a.push("-P".into());
+                a.push(t.to_string());
+            }
         } else {
             // The command and its children only, as perf record does.
             a.push("-F".into());
@@ -143,6 +156,22 @@ impl Record {
         }
         Ok(lines)
     }
+}
+
+/// The threads of process `pid` (`/proc/PID/task`), in order; `pid` alone when they
+/// cannot be listed.
+pub fn threads(pid: i32) -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    if v.is_empty() {
+        v.push(pid);
+    }
+    v
 }
 
 /// The default trace-cmd, and where /sys is (`$USTACK_SYS`, for tests).

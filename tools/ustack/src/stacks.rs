@@ -90,6 +90,8 @@ pub struct Label {
     pub inlined: bool,
     /// The root entries (event, task) and markers that are not code.
     pub synthetic: bool,
+    /// A kernel frame (its module `[kernel.kallsyms]` or `[name]`).
+    pub kernel: bool,
 }
 
 impl Label {
@@ -101,15 +103,20 @@ impl Label {
             line: None,
             inlined: false,
             synthetic: true,
+            kernel: false,
         }
     }
 
     /// The text of the label in folded stacks and flame graphs: inlined functions marked
-    /// `_[i]` as FlameGraph's tools do, ` (file:line)` when there is one.
+    /// `_[i]` and kernel frames `_[k]` as FlameGraph's tools do, ` (file:line)` when there
+    /// is one.
     pub fn text(&self) -> String {
         let mut s = self.name.clone();
         if self.inlined {
             s.push_str("_[i]");
+        }
+        if self.kernel {
+            s.push_str("_[k]");
         }
         if let (Some(f), Some(l)) = (&self.source, self.line) {
             s.push_str(&format!(" ({}:{l})", base(f)));
@@ -203,6 +210,31 @@ enum FKey {
     Anon(Option<u32>, u64),
     Unresolved(u64, u64),
     BadIndex(u64),
+    /// A kernel frame: an address, or a name (a string id) from the trace file's text.
+    KAddr(u64),
+    KName(u32),
+}
+
+impl FKey {
+    fn is_kernel(self) -> bool {
+        matches!(self, FKey::KAddr(_) | FKey::KName(_))
+    }
+}
+
+/// What `--off-cpu` counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OffCpu {
+    /// Preempted tasks (switched out runnable, `R`, `R+`) too, under their state.
+    pub preempted: bool,
+}
+
+/// Which frames the outputs show: kernel and user (the default), or one of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StackView {
+    #[default]
+    Both,
+    UserOnly,
+    KernelOnly,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -213,24 +245,37 @@ struct RawStack {
     complete: bool,
     /// Why the unwinder stopped short (a string id), if it did.
     truncated: Option<u32>,
+    /// Off-CPU: the state its task was switched out in (a string id).
+    state: Option<u32>,
     /// Frame keys, innermost first.
     frames: Box<[u32]>,
 }
 
 /// The sample times kept for pprof at most (8 bytes each): past that no sample's are.
-pub const TIMES_MAX: usize = 1 << 22;
+pub const TIMES_MAX: usize = 1 << 20;
 
 /// A stack's count, and the times of its samples when they are kept.
 #[derive(Default)]
 struct Count {
+    /// Its value: samples, or off-CPU nanoseconds.
     n: u64,
-    times: Vec<u64>,
+    samples: u64,
+    /// (time, value) of each sample, when kept.
+    times: Vec<(u64, u64)>,
 }
 
 /// Samples counted as they come, by what the trace holds.
 #[derive(Default)]
 pub struct Aggregator {
     pub filter: Filter,
+    /// Off-CPU time: each sample weighted by the time its task was switched out.
+    pub off_cpu: Option<OffCpu>,
+    /// Samples left out of the off-CPU profile: their event did not switch their task
+    /// out (or the trace never switched it in again), or it was preempted (runnable).
+    pub off_cpu_other: u64,
+    pub off_cpu_preempted: u64,
+    /// Kernel frames, user frames or both.
+    pub view: StackView,
     /// Keep each sample's time (for pprof), up to [`TIMES_MAX`] in all.
     pub keep_times: bool,
     times_kept: usize,
@@ -249,6 +294,8 @@ pub struct Aggregator {
     /// Samples kept, and seen before the filter.
     pub samples: u64,
     pub seen: u64,
+    /// The samples' values in all (their count, or off-CPU nanoseconds).
+    pub value: u64,
     first_ts: Option<u64>,
     last_ts: u64,
 }
@@ -299,6 +346,10 @@ impl Aggregator {
             Frame::Unresolved { cookie, value } => FKey::Unresolved(*cookie, *value),
             Frame::BadIndex { value } => FKey::BadIndex(*value),
         };
+        self.intern(k)
+    }
+
+    fn intern(&mut self, k: FKey) -> u32 {
         if let Some(&i) = self.fkey_ids.get(&k) {
             return i;
         }
@@ -313,28 +364,66 @@ impl Aggregator {
         if !self.filter.keeps(s) {
             return;
         }
+        let (weight, state) = match self.off_cpu {
+            None => (1, None),
+            Some(m) => {
+                let (Some(ns), Some(state)) = (s.off_cpu, &s.switched) else {
+                    self.off_cpu_other += 1;
+                    return;
+                };
+                if state.starts_with('R') && !m.preempted {
+                    self.off_cpu_preempted += 1;
+                    return;
+                }
+                (ns, Some(self.string(state)))
+            }
+        };
         let event = self.string(&s.event);
         let comm = match &s.comm {
             Some(c) => self.string(c),
             None => self.string(&Rc::from("?")),
         };
-        let frames: Box<[u32]> = s.frames.iter().map(|f| self.fkey(f)).collect();
-        let truncated = s.truncated.as_ref().map(|r| self.string(r));
+        // Kernel frames (innermost first) above the user frames, as perf shows a
+        // callchain.
+        let mut frames: Vec<u32> = Vec::with_capacity(s.kernel.len() + s.frames.len());
+        if self.view != StackView::UserOnly {
+            for k in &s.kernel {
+                let key = match k {
+                    crate::events::KFrame::Addr(a) => FKey::KAddr(*a),
+                    crate::events::KFrame::Name(n) => FKey::KName(self.string(n)),
+                };
+                frames.push(self.intern(key));
+            }
+        }
+        let (mut complete, mut truncated) =
+            (s.complete, s.truncated.as_ref().map(|r| self.string(r)));
+        if self.view == StackView::KernelOnly {
+            (complete, truncated) = (true, None);
+        } else {
+            for f in &s.frames {
+                let k = self.fkey(f);
+                frames.push(k);
+            }
+        }
+        let frames: Box<[u32]> = frames.into();
         let c = self
             .stacks
             .entry(RawStack {
                 event,
                 pid: s.pid,
                 comm,
-                complete: s.complete,
+                complete,
                 truncated,
+                state,
                 frames,
             })
             .or_default();
-        c.n += 1;
+        c.n += weight;
+        c.samples += 1;
+        self.value += weight;
         if self.keep_times && !self.times_dropped {
             if self.times_kept < TIMES_MAX {
-                c.times.push(s.ts);
+                c.times.push((s.ts, weight));
                 self.times_kept += 1;
             } else {
                 self.times_dropped = true;
@@ -357,7 +446,8 @@ impl Aggregator {
     /// puts `file:line` in the labels.
     pub fn profile(self, sym: &mut Symbolizer, lines: bool) -> Profile {
         let mut p = Profile {
-            samples: self.samples,
+            samples: self.value,
+            off_cpu: self.off_cpu.is_some(),
             first_ts: self.first_ts.unwrap_or(0),
             last_ts: self.last_ts,
             times: self.keep_times && !self.times_dropped,
@@ -399,6 +489,7 @@ impl Aggregator {
             raw,
             Count {
                 n: count,
+                samples: nsamples,
                 mut times,
             },
         ) in stacks
@@ -406,9 +497,72 @@ impl Aggregator {
             times.sort_unstable();
             let mut frames: Vec<u32> = Vec::new();
             let mut pfs = Vec::with_capacity(raw.frames.len());
-            for (depth, &fk) in raw.frames.iter().enumerate() {
+            let nkernel = raw
+                .frames
+                .iter()
+                .take_while(|&&k| self.fkeys[k as usize].is_kernel())
+                .count();
+            for (i, &fk) in raw.frames.iter().enumerate() {
                 let k = fk;
                 let key = self.fkeys[k as usize];
+                if key.is_kernel() {
+                    let pf = match pf_ids.get(&(k, false, 0)) {
+                        Some(&i) => i,
+                        None => {
+                            let kf = match key {
+                                FKey::KAddr(a) => crate::events::KFrame::Addr(a),
+                                FKey::KName(n) => crate::events::KFrame::Name(Rc::clone(
+                                    &self.strings[n as usize],
+                                )),
+                                _ => unreachable!("a kernel key"),
+                            };
+                            let named = sym.kernel(&kf);
+                            let addr = match key {
+                                FKey::KAddr(a) => Some(a),
+                                _ => None,
+                            };
+                            let fallback = addr.map(|a| format!("{a:#x}")).unwrap_or_default();
+                            let module = Some(
+                                named
+                                    .as_ref()
+                                    .map(|n| n.module.clone())
+                                    .unwrap_or_else(|| crate::symbolize::KERNEL_MODULE.into()),
+                            );
+                            let label = p.label(Label {
+                                name: escape(named.as_ref().map_or(&fallback, |n| &n.name)),
+                                module: module.as_deref().map(escape),
+                                source: None,
+                                line: None,
+                                inlined: false,
+                                synthetic: false,
+                                kernel: true,
+                            });
+                            p.frames.push(PFrame {
+                                module,
+                                build_id: None,
+                                offset: addr,
+                                syms: named.map(|n| {
+                                    Rc::from(vec![Sym {
+                                        name: n.name,
+                                        file: None,
+                                        line: None,
+                                        inlined: false,
+                                    }])
+                                }),
+                                fallback,
+                                kernel: true,
+                            });
+                            pf_labels.push(vec![label]);
+                            let i = p.frames.len() as u32 - 1;
+                            pf_ids.insert((k, false, 0), i);
+                            i
+                        }
+                    };
+                    pfs.push(pf);
+                    frames.extend_from_slice(&pf_labels[pf as usize]);
+                    continue;
+                }
+                let depth = i - nkernel;
                 let pid = if matches!(key, FKey::Anon(..)) {
                     raw.pid
                 } else {
@@ -449,6 +603,7 @@ impl Aggregator {
                                         line: if lines { s.line } else { None },
                                         inlined: s.inlined,
                                         synthetic: false,
+                                        kernel: false,
                                     })
                                 })
                                 .collect(),
@@ -459,6 +614,7 @@ impl Aggregator {
                                 line: None,
                                 inlined: false,
                                 synthetic: false,
+                                kernel: false,
                             })],
                         };
                         p.frames.push(PFrame {
@@ -467,6 +623,7 @@ impl Aggregator {
                             offset,
                             syms,
                             fallback,
+                            kernel: false,
                         });
                         pf_labels.push(labels);
                         let i = p.frames.len() as u32 - 1;
@@ -477,37 +634,53 @@ impl Aggregator {
                 pfs.push(pf);
                 frames.extend_from_slice(&pf_labels[pf as usize]);
             }
-            if !raw.complete && !raw.frames.is_empty() {
+            let user = raw.frames.len() - nkernel;
+            if !raw.complete && user > 0 {
                 frames.push(p.label(Label::synthetic("[truncated]")));
             }
             let truncated = raw.truncated.map(|r| Rc::clone(&self.strings[r as usize]));
             if let Some(r) = &truncated {
                 frames.push(p.label(Label::synthetic(&format!("[truncated: {r}]"))));
             }
-            if raw.frames.is_empty() {
-                let m = if raw.complete {
+            if raw.frames.is_empty() || (user == 0 && self.view != StackView::KernelOnly) {
+                let m = if self.view == StackView::KernelOnly {
+                    "[no kernel stack]"
+                } else if raw.complete {
                     "[no user frames]"
                 } else {
                     "[no stack]"
                 };
                 frames.push(p.label(Label::synthetic(m)));
             }
+            // Off-CPU: the state the task waited in, under the event.
+            if let Some(st) = raw.state {
+                frames.push(p.label(Label::synthetic(&format!(
+                    "[{}]",
+                    self.strings[st as usize]
+                ))));
+            }
             frames.reverse();
             let event = p.label(Label::synthetic(&self.strings[raw.event as usize]));
             let comm = Rc::clone(&self.strings[raw.comm as usize]);
             let task = p.label(Label::synthetic(&format!("{comm}-{}", raw.pid)));
-            p.frames_total += count * pfs.len() as u64;
-            p.frames_unnamed += count
-                * pfs
-                    .iter()
-                    .filter(|&&f| p.frames[f as usize].syms.is_none())
-                    .count() as u64;
+            for &f in &pfs {
+                let pf = &p.frames[f as usize];
+                let unnamed = u64::from(pf.syms.is_none());
+                if pf.kernel {
+                    p.kernel_frames += nsamples;
+                    p.kernel_unnamed += nsamples * unnamed;
+                } else {
+                    p.frames_total += nsamples;
+                    p.frames_unnamed += nsamples * unnamed;
+                }
+            }
             p.raw.push(RawEntry {
                 event,
                 task,
                 frames: pfs,
                 complete: raw.complete,
                 truncated,
+                state: raw.state.map(|st| Rc::clone(&self.strings[st as usize])),
                 count,
                 times,
             });
@@ -552,6 +725,9 @@ fn rebuild(files: &[Rc<FileInfo>], k: FKey) -> Frame {
         },
         FKey::Unresolved(cookie, value) => Frame::Unresolved { cookie, value },
         FKey::BadIndex(value) => Frame::BadIndex { value },
+        // Kernel frames are named from kallsyms, never rebuilt for the file symbolizer.
+        FKey::KAddr(value) => Frame::BadIndex { value },
+        FKey::KName(_) => Frame::BadIndex { value: 0 },
     }
 }
 
@@ -580,6 +756,8 @@ pub struct PFrame {
     pub offset: Option<u64>,
     pub syms: Option<Rc<[Sym]>>,
     pub fallback: String,
+    /// A kernel frame: `offset` is its address, `module` `[kernel.kallsyms]` or a module.
+    pub kernel: bool,
 }
 
 /// A stack as the trace holds it (frames innermost first), counted.
@@ -592,8 +770,10 @@ pub struct RawEntry {
     /// Why the unwinder stopped short of the outermost frame, if it did.
     pub truncated: Option<Rc<str>>,
     pub count: u64,
-    /// The times of its samples, in order, when [`Profile::times`].
-    pub times: Vec<u64>,
+    /// Off-CPU: the state its task was switched out in.
+    pub state: Option<Rc<str>>,
+    /// The (time, value) of its samples, in time order, when [`Profile::times`].
+    pub times: Vec<(u64, u64)>,
 }
 
 /// A stack as shown: event and task labels, frames outermost first.
@@ -620,7 +800,10 @@ pub struct Profile {
     pub comms: HashMap<i32, Rc<str>>,
     pub frames: Vec<PFrame>,
     pub raw: Vec<RawEntry>,
+    /// The samples' value in all: their count, or off-CPU nanoseconds.
     pub samples: u64,
+    /// Values are off-CPU nanoseconds, not sample counts.
+    pub off_cpu: bool,
     pub first_ts: u64,
     pub last_ts: u64,
     /// Every raw entry has its samples' times.
@@ -628,6 +811,9 @@ pub struct Profile {
     /// Frames of the samples kept, and those nothing named (shown as `file+0xoffset`).
     pub frames_total: u64,
     pub frames_unnamed: u64,
+    /// Kernel frames of the samples kept, and those the trace's kallsyms did not cover.
+    pub kernel_frames: u64,
+    pub kernel_unnamed: u64,
     /// The text stacks of the last call, for the next output.
     text_cache: RefCell<Option<(bool, Rc<Stacks>)>>,
 }
@@ -731,6 +917,7 @@ mod tests {
             line: Some(7),
             inlined: true,
             synthetic: false,
+            kernel: false,
         };
         assert_eq!(l.text(), "inl:ined\\n_[i] (a.h:7)");
         assert_eq!(escape("a\x1b[0m\tb"), "a\\x1b[0m\\tb");

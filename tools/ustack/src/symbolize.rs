@@ -39,6 +39,8 @@ pub struct Options {
     pub debug_dirs: Vec<PathBuf>,
     pub perf_maps: Vec<PathBuf>,
     pub no_inline: bool,
+    /// Never fall back to this machine's own path when `--map`/`--sysroot` find nothing.
+    pub sysroot_only: bool,
 }
 
 /// What became of a file of the trace.
@@ -48,7 +50,10 @@ pub enum FileStatus {
         host: PathBuf,
         symbols: PathBuf,
     },
-    Missing,
+    /// No file at any of these paths (those tried, in order).
+    Missing {
+        tried: Vec<PathBuf>,
+    },
     BuildIdMismatch {
         host: PathBuf,
         found: Option<Vec<u8>>,
@@ -108,7 +113,21 @@ pub struct Symbolizer {
     pub fetch_errors: Vec<String>,
     /// Lookups that were not served from the cache.
     pub lookups: u64,
+    /// The traced kernel's symbols (the trace's kallsyms), for kernel frames.
+    pub kallsyms: crate::kallsyms::Kallsyms,
 }
+
+/// A kernel frame named: its function, the offset in it, and its module as perf names
+/// it (`[kernel.kallsyms]` for the kernel image, `[name]` for a module).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KName {
+    pub name: String,
+    pub offset: u64,
+    pub module: String,
+}
+
+/// The kernel image's name, as perf gives it.
+pub const KERNEL_MODULE: &str = "[kernel.kallsyms]";
 
 /// The system's debug directories, searched after the user's.
 const SYSTEM_DEBUG_DIRS: [&str; 2] = ["/usr/lib/debug", "/lib/debug"];
@@ -145,6 +164,33 @@ impl Symbolizer {
             fetched: Vec::new(),
             fetch_errors: Vec::new(),
             lookups: 0,
+            kallsyms: Default::default(),
+        }
+    }
+
+    /// A kernel frame's function: from the trace's kallsyms for an address (`None` where
+    /// it covers none), as the kernel printed it for a name.
+    pub fn kernel(&self, f: &crate::events::KFrame) -> Option<KName> {
+        match f {
+            crate::events::KFrame::Addr(a) => self.kallsyms.lookup(*a).map(|k| KName {
+                name: k.name.to_string(),
+                offset: k.offset,
+                module: k
+                    .module
+                    .map(|m| format!("[{m}]"))
+                    .unwrap_or_else(|| KERNEL_MODULE.to_string()),
+            }),
+            crate::events::KFrame::Name(n) => {
+                let (name, module) = match n.split_once(' ') {
+                    Some((n, m)) if m.starts_with('[') => (n, m.to_string()),
+                    _ => (&**n, KERNEL_MODULE.to_string()),
+                };
+                Some(KName {
+                    name: name.to_string(),
+                    offset: 0,
+                    module,
+                })
+            }
         }
     }
 
@@ -193,18 +239,49 @@ impl Symbolizer {
         found
     }
 
+    /// The paths to try for a guest path, in order, each with whether it is this
+    /// machine's own path taken as a fallback (used only when its build-id is the trace's):
+    /// a `--map` prefix's, else the sysroot's, else the path as it is; with a map or a
+    /// sysroot, the path as it is after them unless `sysroot_only`.
+    pub fn candidates(&self, path: &str) -> Vec<(PathBuf, bool)> {
+        let first = self.host_path(path);
+        let own = PathBuf::from(path);
+        let mut v = vec![(first.clone(), false)];
+        if first != own && !self.opts.sysroot_only {
+            v.push((own, true));
+        }
+        v
+    }
+
     fn open(&mut self, file: &FileInfo) -> FileEntry {
-        let host = self.host_path(&file.path);
-        if !host.is_file() {
-            return FileEntry::new(FileStatus::Missing, Vec::new());
+        let mut tried = Vec::new();
+        let mut problem = None;
+        let mut chosen = None;
+        for (host, fallback) in self.candidates(&file.path) {
+            // This machine's own file stands for the traced one only if the build-ids
+            // say it is the same.
+            if fallback && file.build_id.is_empty() {
+                continue;
+            }
+            tried.push(host.clone());
+            if !host.is_file() {
+                continue;
+            }
+            let found = elf::build_id(&host);
+            let Some(loads) = elf::loads(&host) else {
+                problem.get_or_insert(FileStatus::NotElf { host });
+                continue;
+            };
+            if !file.build_id.is_empty() && found.as_deref() != Some(&file.build_id[..]) {
+                problem.get_or_insert(FileStatus::BuildIdMismatch { host, found });
+                continue;
+            }
+            chosen = Some((host, found, loads));
+            break;
         }
-        let found = elf::build_id(&host);
-        let Some(loads) = elf::loads(&host) else {
-            return FileEntry::new(FileStatus::NotElf { host }, Vec::new());
+        let Some((host, found, loads)) = chosen else {
+            return FileEntry::new(problem.unwrap_or(FileStatus::Missing { tried }), Vec::new());
         };
-        if !file.build_id.is_empty() && found.as_deref() != Some(&file.build_id[..]) {
-            return FileEntry::new(FileStatus::BuildIdMismatch { host, found }, Vec::new());
-        }
         let symbols = found
             .and_then(|id| self.debug_file(&id))
             .unwrap_or_else(|| host.clone());

@@ -23,6 +23,7 @@ const OPT_OFFSET: u16 = 7;
 const OPT_HEADER_INFO: u16 = 16;
 const OPT_FTRACE_EVENTS: u16 = 17;
 const OPT_EVENT_FORMATS: u16 = 18;
+const OPT_KALLSYMS: u16 = 19;
 const OPT_CMDLINES: u16 = 21;
 
 const SEC_FL_COMPRESS: u16 = 1;
@@ -87,6 +88,8 @@ pub struct TraceDat {
     /// out, and the one read (`None`: the top one).
     pub instances: Vec<String>,
     pub instance: Option<String>,
+    /// The traced kernel's `/proc/kallsyms`, for `kernel_stack` events.
+    pub kallsyms: crate::kallsyms::Kallsyms,
 }
 
 /// Does `bytes` start like a trace.dat?
@@ -188,6 +191,7 @@ impl TraceDat {
             damage: Vec::new(),
             instances: Vec::new(),
             instance: instance.map(str::to_string),
+            kallsyms: Default::default(),
         }
     }
 
@@ -298,7 +302,7 @@ impl TraceDat {
         self.event_formats(&mut c)?;
         let n = c.u32("kallsyms size")?;
         let n = c.len(n.into(), "kallsyms")?;
-        c.take(n, "kallsyms")?;
+        self.kallsyms = crate::kallsyms::Kallsyms::parse(c.take(n, "kallsyms")?);
         let n = c.u32("printk formats size")?;
         let n = c.len(n.into(), "printk formats")?;
         c.take(n, "printk formats")?;
@@ -468,7 +472,8 @@ impl TraceDat {
                     OPT_TRACECLOCK => self.set_clock(d),
                     OPT_CPUSTAT => self.cpustat(d),
                     OPT_DATE | OPT_OFFSET => self.add_offset(id, d),
-                    OPT_HEADER_INFO | OPT_FTRACE_EVENTS | OPT_EVENT_FORMATS | OPT_CMDLINES => {
+                    OPT_HEADER_INFO | OPT_FTRACE_EVENTS | OPT_EVENT_FORMATS | OPT_CMDLINES
+                    | OPT_KALLSYMS => {
                         let at = oc.u64("section offset")?;
                         let (_, s) = self.section(bytes, at)?;
                         let mut sc = Cursor::new(&s, 0, self.endian);
@@ -476,6 +481,12 @@ impl TraceDat {
                             OPT_HEADER_INFO => self.header_info(&mut sc)?,
                             OPT_FTRACE_EVENTS => self.ftrace_formats(&mut sc)?,
                             OPT_EVENT_FORMATS => self.event_formats(&mut sc)?,
+                            OPT_KALLSYMS => {
+                                let n = sc.u32("kallsyms size")?;
+                                let n = sc.len(n.into(), "kallsyms")?;
+                                self.kallsyms =
+                                    crate::kallsyms::Kallsyms::parse(sc.take(n, "kallsyms")?);
+                            }
                             _ => {
                                 let n = sc.u64("cmdlines size")?;
                                 let n = sc.len(n, "cmdlines")?;

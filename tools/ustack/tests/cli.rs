@@ -85,45 +85,6 @@ fn libc_frames_are_named_from_its_debug_file() {
     }
 }
 
-/// A protobuf message's fields: (number, varint or bytes).
-fn pb_fields(mut b: &[u8]) -> Vec<(u64, Result<u64, Vec<u8>>)> {
-    fn varint(b: &mut &[u8]) -> u64 {
-        let mut v = 0;
-        let mut shift = 0;
-        loop {
-            let byte = b[0];
-            *b = &b[1..];
-            v |= u64::from(byte & 0x7f) << shift;
-            shift += 7;
-            if byte < 0x80 {
-                return v;
-            }
-        }
-    }
-    let mut out = Vec::new();
-    while !b.is_empty() {
-        let key = varint(&mut b);
-        match key & 7 {
-            0 => out.push((key >> 3, Ok(varint(&mut b)))),
-            2 => {
-                let n = varint(&mut b) as usize;
-                out.push((key >> 3, Err(b[..n].to_vec())));
-                b = &b[n..];
-            }
-            t => panic!("wire type {t}"),
-        }
-    }
-    out
-}
-
-/// The varint field `k` of a decoded message, if present.
-fn pb_uint(fields: &[(u64, Result<u64, Vec<u8>>)], k: u64) -> Option<u64> {
-    fields
-        .iter()
-        .find(|(n, _)| *n == k)
-        .map(|(_, v)| *v.as_ref().unwrap())
-}
-
 #[test]
 fn the_outputs_hold_the_stacks() {
     let d = tmpdir("outputs");
@@ -157,10 +118,16 @@ fn the_outputs_hold_the_stacks() {
         svg.contains("<title>all\n23 samples, 100.00%</title>"),
         "{svg}"
     );
-    assert!(svg.contains("<title>sys_enter\n23 samples"), "{svg}");
+    assert!(
+        svg.contains("<title>raw_syscalls:sys_enter\n23 samples"),
+        "{svg}"
+    );
     let report = std::fs::read_to_string(p("r.txt")).unwrap();
     assert!(report.contains("# Samples: 23"), "{report}");
-    assert!(report.contains("86.96%       20  sys_enter"), "{report}");
+    assert!(
+        report.contains("86.96%       20  raw_syscalls:sys_enter"),
+        "{report}"
+    );
 
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(p("s.json")).unwrap()).unwrap();
@@ -176,32 +143,21 @@ fn the_outputs_hold_the_stacks() {
     let first = prof["samples"][0].as_array().unwrap();
     assert_eq!(
         frames[first[0].as_u64().unwrap() as usize]["name"],
-        "sys_enter"
+        "raw_syscalls:sys_enter"
     );
 
-    // pprof: gunzip, then the string table, the mappings' build-ids and the locations.
-    let gz = std::fs::read(p("p.pb.gz")).unwrap();
-    let mut raw = Vec::new();
-    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
-    let fields = pb_fields(&raw);
-    let strings: Vec<String> = fields
+    // pprof, decoded with upstream's profile.proto: the mappings' build-ids and the
+    // locations.
+    let (prof, strings) = common::pprof::decode(&std::fs::read(p("p.pb.gz")).unwrap());
+    let mappings: HashMap<i64, (String, String)> = prof
+        .msgs("mapping")
         .iter()
-        .filter(|(n, _)| *n == 6)
-        .map(|(_, v)| String::from_utf8(v.clone().unwrap_err()).unwrap())
-        .collect();
-    assert_eq!(strings[0], "");
-    let mappings: HashMap<u64, (String, String)> = fields
-        .iter()
-        .filter(|(n, _)| *n == 3)
-        .map(|(_, v)| {
-            let m = pb_fields(&v.clone().unwrap_err());
-            // Proto3 leaves a zero varint out.
-            let get = |k| pb_uint(&m, k).unwrap_or(0);
+        .map(|m| {
             (
-                get(1),
+                m.int("id"),
                 (
-                    strings[get(5) as usize].clone(),
-                    strings[get(6) as usize].clone(),
+                    strings[m.int("filename") as usize].clone(),
+                    strings[m.int("build_id") as usize].clone(),
                 ),
             )
         })
@@ -211,32 +167,18 @@ fn the_outputs_hold_the_stacks() {
         .find(|(f, _)| f == "/usr/bin/uu_chain")
         .expect("uu_chain mapping");
     assert_eq!(chain.1, "8f1c4a317736b185d8108e1cac695adf265d433b");
-    let samples: Vec<u64> = fields
-        .iter()
-        .filter(|(n, _)| *n == 2)
-        .map(|(_, v)| {
-            let s = pb_fields(&v.clone().unwrap_err());
-            let value = s
-                .iter()
-                .find(|(n, _)| *n == 2)
-                .unwrap()
-                .1
-                .clone()
-                .unwrap_err();
-            value[0] as u64
-        })
-        .collect();
-    assert_eq!(samples.iter().sum::<u64>(), 23);
+    let values: i64 = prof.msgs("sample").iter().map(|s| s.ints("value")[0]).sum();
+    assert_eq!(values, 23);
     // Each uu_chain location's address is its frame's offset, as the trace has it.
-    let addrs: Vec<u64> = fields
+    let addrs: Vec<i64> = prof
+        .msgs("location")
         .iter()
-        .filter(|(n, _)| *n == 4)
-        .filter_map(|(_, v)| {
-            let l = pb_fields(&v.clone().unwrap_err());
-            let get = |k| pb_uint(&l, k);
-            let m = get(2)?;
-            (mappings[&m].0 == "/usr/bin/uu_chain").then(|| get(3).unwrap())
+        .filter(|l| {
+            mappings
+                .get(&l.int("mapping_id"))
+                .is_some_and(|m| m.0 == "/usr/bin/uu_chain")
         })
+        .map(|l| l.int("address"))
         .collect();
     let text = std::fs::read_to_string(&trace).unwrap();
     for a in &addrs {
@@ -345,6 +287,7 @@ fn filters_by_task_pid_and_event() {
     assert_eq!(count(&["--pid", "114"]), 20);
     assert_eq!(count(&["--pid", "114", "--comm", "uu_bench"]), 0);
     assert_eq!(count(&["--event", "sys_enter"]), 23);
+    assert_eq!(count(&["--event", "raw_syscalls:sys_enter"]), 23);
     assert_eq!(count(&["--event", "sched_switch"]), 0);
     let (_, err, ok) = ustack(&["--pid", "x", t]);
     assert!(!ok && err.contains("--pid wants a number"), "{err}");

@@ -127,7 +127,7 @@ fn debug_files_from_a_debuginfod_server() {
     let cache = p("cache");
     // No server: the frame stays unnamed.
     let (out, _) = ustack(&[("DEBUGINFOD_CACHE_PATH", &cache)], &["--folded", "-", t]);
-    assert!(out.starts_with("sys_enter;prog+0x"), "{out}");
+    assert!(out.starts_with("raw_syscalls:sys_enter;prog+0x"), "{out}");
 
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -159,7 +159,7 @@ fn debug_files_from_a_debuginfod_server() {
     let (out, err) = ustack(&env, &["--folded", "-", "--lines", t]);
     let _ = server.kill();
     let _ = server.wait();
-    assert_eq!(out, "sys_enter;leaf (prog.c:2) 1\n", "{err}");
+    assert_eq!(out, "raw_syscalls:sys_enter;leaf (prog.c:2) 1\n", "{err}");
     let cached = cache.join(hex(&id)).join("debuginfo");
     assert!(
         err.contains(&format!("from debuginfod: {}", cached.display())),
@@ -171,6 +171,6 @@ fn debug_files_from_a_debuginfod_server() {
     );
     // The server gone, the cache serves.
     let (out, _) = ustack(&env, &["--folded", "-", t]);
-    assert_eq!(out, "sys_enter;leaf 1\n");
+    assert_eq!(out, "raw_syscalls:sys_enter;leaf 1\n");
     std::fs::remove_dir_all(&d).unwrap();
 }

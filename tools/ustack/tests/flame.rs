@@ -97,17 +97,110 @@ fn a_differential_flame_graph() {
         b.contains("3 samples, 75.00%; base 1 samples, 25.00%; +50.00 points"),
         "{b}"
     );
-    assert!(b.contains("fill=\"rgb(255,0,0)\""), "{b}");
+    assert!(b.contains("fill=\"rgb(255,100,100)\""), "{b}");
     let a = frame("jit_a");
     assert!(
         a.contains("1 samples, 25.00%; base 3 samples, 75.00%; -50.00 points"),
         "{a}"
     );
-    assert!(a.contains("fill=\"rgb(0,0,255)\""), "{a}");
+    assert!(a.contains("fill=\"rgb(100,100,255)\""), "{a}");
     assert!(frame("jit_main").contains("fill=\"rgb(255,255,255)\""));
+    // Black labels stay readable on every colour: WCAG contrast at least 4.5.
+    for fill in svg.split("fill=\"rgb(").skip(1) {
+        let c: Vec<f64> = fill[..fill.find(')').unwrap()]
+            .split(',')
+            .map(|x| x.parse::<f64>().unwrap() / 255.0)
+            .collect();
+        let lin = |v: f64| {
+            if v <= 0.03928 {
+                v / 12.92
+            } else {
+                ((v + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        let l = 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);
+        assert!((l + 0.05) / 0.05 >= 4.5, "contrast of {c:?} with black");
+    }
     // --diff colours a flame graph: without --svg it is a usage error.
     let out = Command::new(env!("CARGO_BIN_EXE_ustack"))
         .args(["--diff", &p("base.trace"), &p("now.trace")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// The frames of an SVG: (name, x, y, width).
+fn rects(svg: &str) -> Vec<(String, f64, f64, f64)> {
+    let num = |s: &str, k: &str| -> f64 {
+        let i = s.find(&format!(" {k}=\"")).unwrap() + k.len() + 3;
+        s[i..i + s[i..].find('"').unwrap()].parse().unwrap()
+    };
+    svg.split("<g class=\"f\"")
+        .skip(1)
+        .map(|g| {
+            let t = g.find("<title>").unwrap() + 7;
+            let name = g[t..t + g[t..].find('\n').unwrap()].to_string();
+            let r = &g[g.find("<rect").unwrap()..];
+            (name, num(r, "x"), num(r, "y"), num(r, "width"))
+        })
+        .collect()
+}
+
+/// The footer sits below the root bar, not on it; `--inverted` puts the root at the top
+/// and every frame below its parent (an icicle graph).
+#[test]
+fn the_footer_clears_the_root_and_inverted_is_an_icicle() {
+    let d = tmpdir("icicle");
+    std::fs::write(
+        d.join("perf-42.map"),
+        "7f0000001000 100 jit_a\n7f0000002000 100 jit_b\n7f0000003000 100 jit_main\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("t.trace"), jit_trace(1, 3)).unwrap();
+    let p = |n: &str| d.join(n).to_str().unwrap().to_string();
+    let run = |extra: &[&str]| -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_ustack"))
+            .args(["-q", "--perf-map", &p("perf-42.map"), "--svg", "-"])
+            .args(extra)
+            .arg(p("t.trace"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let row = 16.0;
+    let footer_y = |svg: &str| -> f64 {
+        let i = svg.find("<text id=\"details\"").unwrap();
+        let y = svg[i..].find(" y=\"").unwrap() + i + 4;
+        svg[y..y + svg[y..].find('"').unwrap()].parse().unwrap()
+    };
+    for (extra, inverted) in [(&[][..], false), (&["--inverted"][..], true)] {
+        let svg = run(extra);
+        let r = rects(&svg);
+        let y = |n: &str| r.iter().find(|f| f.0 == n).unwrap().2;
+        let (all, ev, main, b) = (
+            y("all"),
+            y("raw_syscalls:sys_enter"),
+            y("jit_main"),
+            y("jit_b"),
+        );
+        if inverted {
+            assert!(all < ev && ev < main && main < b, "{r:?}");
+        } else {
+            assert!(all > ev && ev > main && main > b, "{r:?}");
+        }
+        // The footer's text (11 px) starts below the lowest bar.
+        let lowest = r.iter().map(|f| f.2 + row - 1.0).fold(0.0, f64::max);
+        assert!(
+            footer_y(&svg) - 11.0 >= lowest,
+            "footer at {} over a bar ending at {lowest}",
+            footer_y(&svg)
+        );
+    }
+    // --inverted draws a flame graph: without --svg it is a usage error.
+    let out = Command::new(env!("CARGO_BIN_EXE_ustack"))
+        .args(["--inverted", &p("t.trace")])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::fixture;
+use common::{fixture, pprof};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -66,6 +66,7 @@ fn perf_script_text_holds_every_sample() {
         "-q",
         "--sysroot",
         "/nonexistent",
+        "--sysroot-only",
         "--perf-script",
         "-",
         t,
@@ -141,8 +142,8 @@ fn counts(text: &str) -> BTreeMap<String, u64> {
 /// the documented differences taken out: the consumer's root is the command (ustack's is
 /// the event, then `comm-pid`); perf script's text has no inline marker (ustack's
 /// `_[i]`); a frame nothing named is `[file]` (ustack's `file+0xoffset`); a sample without
-/// frames is not counted (ustack's `[no stack]`, `[no user frames]`), nor the markers of a
-/// stack cut short (`[truncated]`, `[truncated: REASON]`).
+/// frames is not counted (ustack's `[no stack]`, `[no user frames]`). The markers of a
+/// stack cut short (`[truncated]`, `[truncated: REASON]`) are frames of both.
 fn as_consumer_folds(folded: &str) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     for (stack, n) in counts(folded) {
@@ -151,9 +152,7 @@ fn as_consumer_folds(folded: &str) -> BTreeMap<String, u64> {
         let task = parts.next().unwrap();
         let comm = task.rsplit_once('-').unwrap().0;
         let frames: Vec<String> = parts
-            .filter(|f| {
-                !(f.starts_with("[truncated") || matches!(*f, "[no stack]" | "[no user frames]"))
-            })
+            .filter(|f| !matches!(*f, "[no stack]" | "[no user frames]"))
             .map(|f| {
                 let f = f.strip_suffix("_[i]").unwrap_or(f);
                 match f.rsplit_once("+0x") {
@@ -201,12 +200,108 @@ fn consumer_agrees(trace: &str, extra: &[&str]) -> Option<BTreeMap<String, u64>>
 fn stackcollapse_perf_folds_perf_script_as_ustack_folds() {
     // The recording: every frame unnamed (nothing is found under /nonexistent).
     let t = fixture("v7-zstd.dat");
-    let Some(stacks) = consumer_agrees(t.to_str().unwrap(), &["--sysroot", "/nonexistent"]) else {
+    let Some(stacks) = consumer_agrees(
+        t.to_str().unwrap(),
+        &["--sysroot", "/nonexistent", "--sysroot-only"],
+    ) else {
         return;
     };
     let chain = "uu_chain;[libc.so.6];[uu_chain];[uu_chain];[uu_chain];[uu_chain];[libuutest.so]";
     assert_eq!(stacks.get(chain), Some(&20), "{stacks:#?}");
     assert_eq!(stacks.values().sum::<u64>(), 24);
+}
+
+#[test]
+fn stackcollapse_perf_sees_a_stack_cut_short_marked() {
+    // v7-date.dat: busybox's stack the unwinder stopped after one frame (bad_frame).
+    let t = fixture("v7-date.dat");
+    let Some(stacks) = consumer_agrees(
+        t.to_str().unwrap(),
+        &["--sysroot", "/nonexistent", "--sysroot-only"],
+    ) else {
+        return;
+    };
+    assert_eq!(
+        stacks.get("uu_bench;[truncated: bad_frame];[busybox]"),
+        Some(&1),
+        "{stacks:#?}"
+    );
+}
+
+/// The sample lines of perf script's text: (secs.usecs as nanoseconds/1000, cpu, line).
+fn sample_lines(text: &str) -> Vec<(u64, String)> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('\t'))
+        .map(|l| {
+            let t = l.split_whitespace().nth(3).unwrap().trim_end_matches(':');
+            let (s, us) = t.split_once('.').unwrap();
+            (
+                s.parse::<u64>().unwrap() * 1_000_000 + us.parse::<u64>().unwrap(),
+                l.to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn perf_script_is_in_time_order_and_the_same_every_run() {
+    // The join gives a sample when its stack completes: in these recordings two samples
+    // come after later ones. perf script's text is in time order, and the same text
+    // every run (CPUs flushed in order, ties broken by CPU and cookie order).
+    for name in [
+        "v6.dat",
+        "v7-zstd.dat",
+        "v7-global.dat",
+        "v7-date.dat",
+        "text.trace",
+    ] {
+        let t = fixture(name);
+        let run = || {
+            String::from_utf8(ustack(&[
+                "-q",
+                "--sysroot",
+                "/nonexistent",
+                "--sysroot-only",
+                "--perf-script",
+                "-",
+                t.to_str().unwrap(),
+            ]))
+            .unwrap()
+        };
+        let first = run();
+        let lines = sample_lines(&first);
+        assert!(lines.len() >= 23, "{name}: {first}");
+        for w in lines.windows(2) {
+            assert!(w[0].0 <= w[1].0, "{name}: {} before {}", w[0].1, w[1].1);
+        }
+        for _ in 0..4 {
+            assert_eq!(run(), first, "{name}: another run, another text");
+        }
+        // The same samples as the report counts.
+        let mut cookies: Vec<u64> = Vec::new();
+        let report = match name.strip_suffix(".dat") {
+            Some(n) => std::fs::read_to_string(fixture(&format!("{n}.report"))).unwrap(),
+            None => String::new(),
+        };
+        for l in report.lines().filter(|l| l.contains("user_unwind_cookie:")) {
+            // COMM-PID [CPU] SECS.USECS: (a COMM may hold spaces)
+            let t = l.split("] ").nth(1).unwrap().split(':').next().unwrap();
+            let (s, us) = t.trim().split_once('.').unwrap();
+            cookies.push(s.parse::<u64>().unwrap() * 1_000_000 + us.parse::<u64>().unwrap());
+        }
+        if !cookies.is_empty() {
+            cookies.sort_unstable();
+            // trace-cmd report rounds to the microsecond, perf script's text truncates.
+            let ours: Vec<u64> = lines.iter().map(|l| l.0).collect();
+            assert_eq!(ours.len(), cookies.len(), "{name}: a sample a cookie");
+            for (o, c) in ours.iter().zip(&cookies) {
+                assert!(
+                    o.abs_diff(*c) <= 1,
+                    "{name}: {ours:?}, cookies at {cookies:?}"
+                );
+            }
+        }
+    }
 }
 
 #[test]
@@ -306,67 +401,19 @@ fn stackcollapse_perf_reads_named_frames() {
     assert_eq!(stacks.values().sum::<u64>(), 3);
 }
 
-/// A protobuf message's fields: (number, varint or bytes).
-type Fields = Vec<(u64, Result<u64, Vec<u8>>)>;
-
-/// The fields of the protobuf message `b`.
-fn pb(mut b: &[u8]) -> Fields {
-    fn varint(b: &mut &[u8]) -> u64 {
-        let mut v = 0;
-        let mut shift = 0;
-        loop {
-            let byte = b[0];
-            *b = &b[1..];
-            v |= u64::from(byte & 0x7f) << shift;
-            shift += 7;
-            if byte < 0x80 {
-                return v;
-            }
-        }
-    }
-    let mut out = Vec::new();
-    while !b.is_empty() {
-        let key = varint(&mut b);
-        match key & 7 {
-            0 => out.push((key >> 3, Ok(varint(&mut b)))),
-            2 => {
-                let n = varint(&mut b) as usize;
-                out.push((key >> 3, Err(b[..n].to_vec())));
-                b = &b[n..];
-            }
-            t => panic!("wire type {t}"),
-        }
-    }
-    out
-}
-
-fn get(m: &[(u64, Result<u64, Vec<u8>>)], k: u64) -> u64 {
-    m.iter()
-        .find(|(n, _)| *n == k)
-        .map(|(_, v)| *v.as_ref().unwrap())
-        .unwrap_or(0)
-}
-
-/// `ustack --pprof` of the trace `t`, nothing symbolized: the profile's fields, decoded,
-/// and its string table.
-fn pprof_of(t: &std::path::Path) -> (Fields, Vec<String>) {
+/// `ustack --pprof` of the trace `t`, nothing symbolized, decoded with upstream's
+/// profile.proto; and its string table.
+fn pprof_of(t: &std::path::Path) -> (pprof::Msg, Vec<String>) {
     let gz = ustack(&[
         "-q",
         "--sysroot",
         "/nonexistent",
+        "--sysroot-only",
         "--pprof",
         "-",
         t.to_str().unwrap(),
     ]);
-    let mut raw = Vec::new();
-    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
-    let f = pb(&raw);
-    let strings = f
-        .iter()
-        .filter(|(n, _)| *n == 6)
-        .map(|(_, v)| String::from_utf8(v.clone().unwrap_err()).unwrap())
-        .collect();
-    (f, strings)
+    pprof::decode(&gz)
 }
 
 #[test]
@@ -375,38 +422,24 @@ fn pprof_labels_and_has_functions() {
     let (f, strings) = pprof_of(&t);
     // Nothing named: no mapping says has_functions, no location has a line, so pprof
     // may symbolize them all.
-    for (_, m) in f.iter().filter(|(n, _)| *n == 3) {
-        assert_eq!(get(&pb(m.as_ref().unwrap_err()), 7), 0);
+    assert!(!f.msgs("mapping").is_empty());
+    for m in f.msgs("mapping") {
+        assert_eq!(m.int("has_functions"), 0);
     }
-    for (_, l) in f.iter().filter(|(n, _)| *n == 4) {
-        assert!(!pb(l.as_ref().unwrap_err()).iter().any(|(n, _)| *n == 4));
+    for l in f.msgs("location") {
+        assert!(l.msgs("line").is_empty());
     }
     // The event, comm and pid are labels of each sample, not frames.
-    let mut by_task: BTreeMap<(String, String, u64), u64> = BTreeMap::new();
-    for (_, s) in f.iter().filter(|(n, _)| *n == 2) {
-        let s = pb(s.as_ref().unwrap_err());
-        let value = s
-            .iter()
-            .find(|(n, _)| *n == 2)
-            .unwrap()
-            .1
-            .clone()
-            .unwrap_err()[0] as u64;
-        let mut labels: BTreeMap<String, (String, u64)> = BTreeMap::new();
-        for (_, l) in s.iter().filter(|(n, _)| *n == 3) {
-            let l = pb(l.as_ref().unwrap_err());
-            labels.insert(
-                strings[get(&l, 1) as usize].clone(),
-                (strings[get(&l, 2) as usize].clone(), get(&l, 3)),
-            );
-        }
+    let mut by_task: BTreeMap<(String, String, i64), i64> = BTreeMap::new();
+    for s in f.msgs("sample") {
+        let labels = pprof::labels(s, &strings);
         *by_task
             .entry((
-                labels["event"].0.clone(),
-                labels["comm"].0.clone(),
-                labels["pid"].1,
+                labels["event"][0].0.clone(),
+                labels["comm"][0].0.clone(),
+                labels["pid"][0].1,
             ))
-            .or_default() += value;
+            .or_default() += s.ints("value")[0];
     }
     let ev = "raw_syscalls:sys_enter".to_string();
     assert_eq!(
@@ -414,27 +447,7 @@ fn pprof_labels_and_has_functions() {
         Some(&20),
         "{by_task:?}"
     );
-    assert_eq!(by_task.values().sum::<u64>(), 24);
-}
-
-/// Packed varints.
-fn packed(mut b: &[u8]) -> Vec<u64> {
-    let mut out = Vec::new();
-    while !b.is_empty() {
-        let mut v = 0;
-        let mut shift = 0;
-        loop {
-            let byte = b[0];
-            b = &b[1..];
-            v |= u64::from(byte & 0x7f) << shift;
-            shift += 7;
-            if byte < 0x80 {
-                break;
-            }
-        }
-        out.push(v);
-    }
-    out
+    assert_eq!(by_task.values().sum::<i64>(), 24);
 }
 
 #[test]
@@ -452,89 +465,57 @@ fn pprof_sample_times_are_the_time_of_day_with_date() {
 
 /// Checks the pprof times of recording `name` against its trace-cmd report; returns
 /// time_nanos.
-fn pprof_times(name: &str) -> u64 {
+fn pprof_times(name: &str) -> i64 {
     // Ground truth: trace-cmd report's time of every cookie of the recording (a sample's
     // time is its cookie's), in microseconds (rounded to the nearest), per task.
     let report = std::fs::read_to_string(fixture(&format!("{name}.report"))).unwrap();
-    let mut truth: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut truth: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     for l in report.lines().filter(|l| l.contains("user_unwind_cookie:")) {
         let mut w = l.split_whitespace();
         let task = w.next().unwrap().to_string();
         let _cpu = w.next();
         let t = w.next().unwrap().trim_end_matches(':');
         let (sec, usec) = t.split_once('.').unwrap();
-        let us = sec.parse::<u64>().unwrap() * 1_000_000 + usec.parse::<u64>().unwrap();
+        let us = sec.parse::<i64>().unwrap() * 1_000_000 + usec.parse::<i64>().unwrap();
         truth.entry(task).or_default().push(us);
     }
     let t = fixture(&format!("{name}.dat"));
     let (f, strings) = pprof_of(&t);
-    let time_nanos = get(&f, 9);
-    let duration = get(&f, 10);
-    assert_eq!(strings[get(&f, 15) as usize], "nanoseconds", "tick_unit");
-    assert_eq!(get(&f, 12), 1, "period");
-    let pt = f
-        .iter()
-        .find(|(n, _)| *n == 11)
-        .unwrap()
-        .1
-        .clone()
-        .unwrap_err();
-    let pt = pb(&pt);
+    let time_nanos = f.int("time_nanos");
+    let duration = f.int("duration_nanos");
+    // Upstream's field 15 is doc_url: nothing is written there.
+    assert_eq!(f.int("doc_url"), 0, "doc_url");
+    assert_eq!(f.int("period"), 1, "period");
+    let pt = f.msgs("period_type")[0];
     assert_eq!(
         (
-            strings[get(&pt, 1) as usize].as_str(),
-            strings[get(&pt, 2) as usize].as_str()
+            strings[pt.int("type") as usize].as_str(),
+            strings[pt.int("unit") as usize].as_str()
         ),
         ("samples", "count")
     );
-    let mut ours: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    // Every event is a sample of its own, its time a numeric label in nanoseconds.
+    let mut ours: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     let mut last = 0;
-    for (_, s) in f.iter().filter(|(n, _)| *n == 2) {
-        let s = pb(s.as_ref().unwrap_err());
-        let value = packed(
-            s.iter()
-                .find(|(n, _)| *n == 2)
-                .unwrap()
-                .1
-                .as_ref()
-                .unwrap_err(),
-        )[0];
-        let mut labels: BTreeMap<String, (String, u64)> = BTreeMap::new();
-        for (_, l) in s.iter().filter(|(n, _)| *n == 3) {
-            let l = pb(l.as_ref().unwrap_err());
-            labels.insert(
-                strings[get(&l, 1) as usize].clone(),
-                (strings[get(&l, 2) as usize].clone(), get(&l, 3)),
-            );
-        }
-        // One breakdown, a tick per sample of the entry, in order.
-        let bds: Vec<_> = s.iter().filter(|(n, _)| *n == 4).collect();
-        assert_eq!(bds.len(), 1);
-        let bd = pb(bds[0].1.as_ref().unwrap_err());
-        let ticks = packed(
-            bd.iter()
-                .find(|(n, _)| *n == 1)
-                .unwrap()
-                .1
-                .as_ref()
-                .unwrap_err(),
-        );
-        assert_eq!(ticks.len() as u64, value);
-        assert!(ticks.windows(2).all(|w| w[0] <= w[1]));
-        let task = format!("{}-{}", labels["comm"].0, labels["pid"].1);
-        for t in ticks {
-            last = last.max(t);
-            ours.entry(task.clone())
-                .or_default()
-                .push((time_nanos + t + 500) / 1000);
-        }
+    for s in f.msgs("sample") {
+        assert_eq!(s.ints("value"), [1]);
+        let labels = pprof::labels(s, &strings);
+        let time = &labels["time"];
+        assert_eq!(time.len(), 1);
+        assert_eq!(time[0].2, "nanoseconds");
+        let t = time[0].1;
+        assert!(t >= time_nanos);
+        last = last.max(t);
+        let task = format!("{}-{}", labels["comm"][0].0, labels["pid"][0].1);
+        ours.entry(task).or_default().push((t + 500) / 1000);
     }
     for v in ours.values_mut() {
         v.sort_unstable();
     }
     assert_eq!(ours, truth);
     assert_eq!(
-        duration, last,
+        duration,
+        last - time_nanos,
         "duration_nanos: the first sample to the last"
     );
     assert_eq!(

@@ -134,7 +134,7 @@ fn a_deep_stack_and_names_with_control_bytes() {
     assert_eq!(c.len(), 2, "{folded}");
     assert_eq!(c.iter().map(|x| x.1).sum::<u64>(), 2);
     let evil = &c.iter().find(|x| x.0.contains("evil")).unwrap().0;
-    assert_eq!(evil, "sys_enter;evil\\nname\\x1b[31m+0x10");
+    assert_eq!(evil, "raw_syscalls:sys_enter;evil\\nname\\x1b[31m+0x10");
     assert_eq!(
         c.iter()
             .find(|x| !x.0.contains("evil"))
@@ -216,6 +216,10 @@ fn conventions_version_input_default_and_usage_errors() {
         &["--folded", "-", "--svg", "-", t][..],
         &["--bogus", t][..],
         &["--sort", "colour", t][..],
+        &["--percent-limit", "200", t][..],
+        &["--percent-limit", "-1", t][..],
+        &["--time", "38,37", t][..],
+        &["--inverted", t][..],
     ] {
         let (_, err, code) = ustack(args);
         assert_eq!(code, 2, "{args:?}: {err}");
@@ -225,6 +229,23 @@ fn conventions_version_input_default_and_usage_errors() {
     }
     let (_, err, _) = ustack(&["--folded", "-", "--svg", "-", t]);
     assert!(err.contains("two outputs to standard output"), "{err}");
+    let (_, err, _) = ustack(&["--time", "38,37", t]);
+    assert!(err.contains("the end is before the start"), "{err}");
+    let (_, err, _) = ustack(&["--percent-limit", "200", t]);
+    assert!(err.contains("from 0 to 100, not '200'"), "{err}");
+    // No trace named and no trace.dat here: what was looked for, and how to get one.
+    let empty = tmpdir("notrace");
+    let (_, err, code) = ustack_in(Some(&empty), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "ustack: no trace given, and no trace.dat in {}: ",
+            empty.display()
+        )) && err.contains("'ustack record -e EVENT -- COMMAND'"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 2, "{err}");
+    std::fs::remove_dir_all(&empty).unwrap();
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -281,7 +302,7 @@ fn stacks_are_counted_by_what_is_shown() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         folded,
-        "sys_enter;jit_main;jit_add 3\nsys_enter;jit_main 1\n"
+        "raw_syscalls:sys_enter;jit_main;jit_add 3\nraw_syscalls:sys_enter;jit_main 1\n"
     );
     let (report, _, _) = ustack(&["-q", "--perf-map", m, "--report", "-", f]);
     assert!(report.starts_with("# Samples: 4  Stacks: 2\n"), "{report}");
@@ -294,7 +315,7 @@ fn stacks_are_counted_by_what_is_shown() {
         report.contains("    75.00%    75.00%        3  jit_add   [unknown]\n"),
         "{report}"
     );
-    assert!(report.contains("    75.00%        3  sys_enter\n            |\n            ---jit_add\n               jit_main\n"), "{report}");
+    assert!(report.contains("    75.00%        3  raw_syscalls:sys_enter\n            |\n            ---jit_add\n               jit_main\n"), "{report}");
     // -G: outermost first; --percent-limit leaves the 25% stack and row out.
     let (report, _, _) = ustack(&[
         "-q",
@@ -312,11 +333,54 @@ fn stacks_are_counted_by_what_is_shown() {
         "{report}"
     );
     assert!(report.contains("        4  42   jit_main\n"), "{report}");
-    assert!(!report.contains("1  sys_enter"), "{report}");
+    assert!(!report.contains("1  raw_syscalls:sys_enter"), "{report}");
     assert!(report.contains("# ... 1 more stacks"), "{report}");
     let (s, _, _) = ustack(&["-q", "--perf-map", m, "--speedscope", "-", f]);
     let s: serde_json::Value = serde_json::from_str(&s).unwrap();
     assert_eq!(s["shared"]["frames"].as_array().unwrap().len(), 3);
     assert_eq!(s["profiles"][0]["weights"], serde_json::json!([3, 1]));
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Two files of one basename (`/a/libx.so`, `/b/libx.so`) print alike in the report
+/// (`[libx.so]`), as in the folded stacks: one stack, not two.
+#[test]
+fn files_of_one_basename_are_one_stack_in_the_report() {
+    let d = tmpdir("basename");
+    let t = text_trace(
+        &[(0xa1, "/a/libx.so"), (0xb1, "/b/libx.so")],
+        &[vec![(0x10, 0xa1)], vec![(0x10, 0xb1)]],
+    );
+    let f = d.join("t.trace");
+    std::fs::write(&f, t).unwrap();
+    let f = f.to_str().unwrap();
+    let (folded, err, code) = ustack(&["-q", "--sysroot", "/nonexistent", "--folded", "-", f]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(folded.lines().count(), 1, "{folded}");
+    let (report, _, _) = ustack(&["-q", "--sysroot", "/nonexistent", "--report", "-", f]);
+    assert!(report.starts_with("# Samples: 2  Stacks: 1\n"), "{report}");
+    assert!(report.contains("   100.00%        2  "), "{report}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `[truncated: REASON]` marks a stack, it is not a function: the report's function view
+/// leaves it out (the summary counts it), its stack shows it.
+#[test]
+fn a_truncated_marker_is_not_in_the_function_view() {
+    let t = fixture("v7-date.dat");
+    let (report, err, code) = ustack(&[
+        "--sysroot",
+        "/nonexistent",
+        "--top",
+        "100",
+        "--report",
+        "-",
+        t.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains(", 1 cut short by the unwinder;"), "{err}");
+    let (view, stacks) = report.split_once("# Top stacks").unwrap();
+    assert!(view.contains("busybox+0x62137"), "{view}");
+    assert!(!view.contains("[truncated"), "{view}");
+    assert!(stacks.contains("[truncated: bad_frame]"), "{stacks}");
 }

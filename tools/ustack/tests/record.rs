@@ -122,6 +122,64 @@ fn record_runs_trace_cmd_with_the_right_clock_and_events() {
 }
 
 #[test]
+fn record_kernel_stacks_and_off_cpu() {
+    let d = stage("kernel", true);
+    let out = d.join("out.dat");
+    let o = out.to_str().unwrap();
+    let (err, code) = record(
+        &d,
+        &[
+            "-T",
+            "-e",
+            "raw_syscalls:sys_enter",
+            "-o",
+            o,
+            "--",
+            "./prog",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let args = std::fs::read_to_string(d.join("args")).unwrap();
+    assert_eq!(
+        args.trim(),
+        format!("record -C global -T -o {o} -e user_unwind -e task:task_newtask -e raw_syscalls:sys_enter -F -c ./prog")
+    );
+    // --off-cpu: sched_switch with kernel stacks, whatever else is asked for.
+    let (err, code) = record(
+        &d,
+        &[
+            "--off-cpu",
+            "-e",
+            "raw_syscalls:sys_enter",
+            "-o",
+            o,
+            "-p",
+            "7",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let args = std::fs::read_to_string(d.join("args")).unwrap();
+    assert_eq!(
+        args.trim(),
+        format!("record -C global -T -o {o} -e user_unwind -e task:task_newtask -e sched:sched_switch -e raw_syscalls:sys_enter -P 7")
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `-p PID` records every thread of the process (trace-cmd's -P takes one task id):
+/// this test's own threads.
+#[test]
+fn record_pid_takes_every_thread() {
+    let t = std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_millis(500)));
+    let me = std::process::id() as i32;
+    let threads = ustack::record::threads(me);
+    assert!(threads.len() >= 2 && threads.contains(&me), "{threads:?}");
+    t.join().unwrap();
+    // A process that is not there: its id as given.
+    assert_eq!(ustack::record::threads(i32::MAX), [i32::MAX]);
+}
+
+#[test]
 fn record_checks_the_module_and_the_option() {
     // The option never came on.
     let d = stage("off", false);

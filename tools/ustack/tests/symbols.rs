@@ -129,11 +129,12 @@ fn a_damaged_debug_file_falls_back_and_plt_stubs_are_named() {
     ]);
     let lines: Vec<&str> = out.lines().collect();
     assert!(
-        lines.contains(&"sys_enter;puts 1") || lines.contains(&"sys_enter;_IO_puts 1"),
+        lines.contains(&"raw_syscalls:sys_enter;puts 1")
+            || lines.contains(&"raw_syscalls:sys_enter;_IO_puts 1"),
         "{out}"
     );
     assert!(
-        lines.contains(&format!("sys_enter;{stub} 1").as_str()),
+        lines.contains(&format!("raw_syscalls:sys_enter;{stub} 1").as_str()),
         "{out}"
     );
     assert!(
@@ -151,6 +152,98 @@ fn a_damaged_debug_file_falls_back_and_plt_stubs_are_named() {
     // The offset beyond ls's segments is the one frame nothing names.
     assert!(
         err.contains("ustack: named: 2 of 3 frames of the samples kept (1 unnamed"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `--sysroot DIR` (or `--map`) that does not hold a file: this machine's own file at the
+/// traced path is taken, as the documentation says, but only when its build-id is the
+/// trace's; `--sysroot-only` never looks there. What was tried is named.
+#[test]
+fn the_host_file_stands_in_only_with_the_traces_build_id() {
+    let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+    let d = tmpdir("hostfallback");
+    let id = hex(&ustack::elf::build_id(libc).unwrap());
+    let puts = offset_of(libc, nm(libc, "puts"));
+    // libc with its own build-id, /bin/ls with another one, /bin/true with none.
+    let mut t = String::from("# trace_clock: global\n# tracer: nop\n");
+    let mut ts = 0;
+    let mut ev = |t: &mut String, body: String| {
+        ts += 1;
+        t.push_str(&format!("  prog-42 [000] .....    10.{ts:06}: {body}\n"));
+    };
+    for (c, p, id) in [
+        (0xaa, "/lib/x86_64-linux-gnu/libc.so.6", id.as_str()),
+        (0xbb, "/bin/ls", "00112233445566778899aabbccddeeff00112233"),
+        (0xcc, "/bin/true", ""),
+    ] {
+        let n = id.len() / 2;
+        ev(
+            &mut t,
+            format!("file_cache: cookie={c:x} path={p} build_id={id} build_id_len={n}"),
+        );
+    }
+    for (i, (c, off)) in [(0xaa, puts), (0xbb, 0x10), (0xcc, 0x10)]
+        .iter()
+        .enumerate()
+    {
+        let k = 0x100 + i;
+        ev(&mut t, "sys_enter: NR 1 (1, 2, 3, 4, 5, 6)".into());
+        ev(&mut t, format!("user_unwind_cookie: cookie={k:x}"));
+        ev(&mut t, format!("user_unwind_stack: cookie={k:x}"));
+        t.push_str(&format!(" => <{off:016x}> : 0x{c:x}\n"));
+    }
+    let f = d.join("t.trace");
+    std::fs::write(&f, t).unwrap();
+    let f = f.to_str().unwrap();
+    let (out, err) = folded(&["--folded", "-", "--sysroot", "/nonexistent", f]);
+    let lines: Vec<&str> = out.lines().collect();
+    // puts, _IO_puts or __GI__IO_puts, by the symbols libc6-dbg has or libc's own.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("raw_syscalls:sys_enter;") && l.ends_with("puts 1")),
+        "{out}"
+    );
+    assert!(lines.contains(&"raw_syscalls:sys_enter;ls+0x10 1"), "{out}");
+    assert!(
+        lines.contains(&"raw_syscalls:sys_enter;true+0x10 1"),
+        "{out}"
+    );
+    assert!(
+        err.contains("ustack: /bin/ls: build-id mismatch: the trace has 00112233445566778899aabbccddeeff00112233, /bin/ls has "),
+        "{err}"
+    );
+    // No build-id in the trace: the host's file cannot be checked, and is not tried.
+    assert!(
+        err.contains(
+            "ustack: /bin/true: not found (tried /nonexistent/bin/true; see --sysroot, --map)"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("libc.so.6: not found"), "{err}");
+    // --sysroot-only: the sysroot alone.
+    let (out, err) = folded(&[
+        "--folded",
+        "-",
+        "--sysroot",
+        "/nonexistent",
+        "--sysroot-only",
+        f,
+    ]);
+    assert!(
+        out.contains(&format!("raw_syscalls:sys_enter;libc.so.6+{puts:#x} 1")),
+        "{out}"
+    );
+    assert!(
+        err.contains("ustack: /lib/x86_64-linux-gnu/libc.so.6: not found (tried /nonexistent/lib/x86_64-linux-gnu/libc.so.6; see --sysroot, --map)"),
+        "{err}"
+    );
+    // --map too: its directory, then the host's path.
+    let (_, err) = folded(&["--folded", "-", "--map", "/bin=/nonexistent/bin", f]);
+    assert!(
+        err.contains("ustack: /bin/true: not found (tried /nonexistent/bin/true; see"),
         "{err}"
     );
     std::fs::remove_dir_all(&d).unwrap();

@@ -4,6 +4,8 @@
 //! Each test binary uses what it needs of it.
 #![allow(dead_code)]
 
+pub mod pprof;
+
 use std::path::{Path, PathBuf};
 
 /// A committed recording in `tests/fixtures`.

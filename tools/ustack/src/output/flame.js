@@ -26,7 +26,10 @@ function init() {
   svg.getElementById("unsearch").addEventListener("click", clearSearch);
   window.addEventListener("keydown", function (ev) {
     if ((ev.ctrlKey || ev.metaKey) && ev.key === "f") { ev.preventDefault(); askSearch(); }
-    if (ev.key === "Escape") { if (searchRe) clearSearch(); else unzoom(); }
+    if (ev.key === "Escape") {
+      if (searchRe || svg.getElementById("matched").getAttribute("class") === "error") clearSearch();
+      else unzoom();
+    }
   });
   window.addEventListener("resize", layout);
   layout();
@@ -92,8 +95,18 @@ function askSearch() {
 
 // Mark the frames whose name matches; the matched share counts each sample once, however
 // many matching frames its stack holds.
+// A term that is not a regular expression is said so in the footer, in red.
 function search(term) {
-  try { searchRe = new RegExp(term); } catch (e) { searchRe = null; return; }
+  var m = svg.getElementById("matched"), re;
+  try { re = new RegExp(term); } catch (e) {
+    if (searchRe) clearSearch();
+    m.textContent = "Search: " + e.message;
+    m.setAttribute("class", "error");
+    svg.getElementById("unsearch").setAttribute("display", "inline");
+    return;
+  }
+  searchRe = re;
+  m.removeAttribute("class");
   mark();
 }
 
@@ -131,6 +144,7 @@ function clearSearch() {
     g.setAttribute("class", "f");
   });
   svg.getElementById("matched").textContent = " ";
+  svg.getElementById("matched").removeAttribute("class");
   svg.getElementById("unsearch").setAttribute("display", "none");
 }
 
