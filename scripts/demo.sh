@@ -3,7 +3,9 @@
 # make demo: set everything up, boot the guest, load the module and show what it records
 # for the test programs: uu_chain, with frame pointers (main -> uu_a -> uu_b -> uu_c ->
 # uu_lib_syscall -> getppid), and uu_nofp, built without them as Debian builds (main ->
-# nf_a -> nf_b -> nf_c -> getppid, through libc, unwound with the programs' .eh_frame).
+# nf_a -> nf_b -> nf_c -> getppid, through libc, unwound with the programs' .eh_frame),
+# then what tools/ustack makes of a trace-cmd recording, ending with an off-CPU profile
+# with kernel frames.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -41,3 +43,11 @@ say "ustack: uu_nofp's stack, built without frame pointers, caller first, with i
 "$ROOT/tools/ustack/target/release/ustack" -q --map /usr/bin="$PROG" --map /usr/lib="$PROG" \
 	--comm uu_nofp --top 1 -G --lines --report - "$DEMO/trace.dat"
 say "flame graph: $DEMO/flame.svg (folded stacks, speedscope and pprof beside it)"
+# Kernel frames above the user frames, and the time each thread spent blocked: uu_offcpu's
+# threads sleep 1, 3 and 2 units in oc_a, oc_b and oc_c (and oc_c waits on a pipe).
+sed -n '/^=== FILE kstack.dat$/,/^=== END$/p' "$out" | sed '1d;$d' | base64 -d >"$DEMO/offcpu.dat" ||
+	die "no off-CPU trace.dat came out of the guest"
+say "ustack --off-cpu: where uu_offcpu's threads waited, kernel and user frames, by time blocked"
+"$ROOT/tools/ustack/target/release/ustack" -q --map /usr/bin="$PROG" --map /usr/lib="$PROG" \
+	--off-cpu --comm uu_offcpu --top 3 --report - --svg "$DEMO/offcpu.svg" "$DEMO/offcpu.dat"
+say "off-CPU flame graph (kernel frames marked _[k]): $DEMO/offcpu.svg"

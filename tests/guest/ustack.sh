@@ -4,8 +4,8 @@
 # each file format the tool reads, and each file comes out on the console in base64 between
 # "=== FILE NAME" and "=== END", with trace-cmd report's view of it (the oracle), the same
 # with the libtraceevent plugin if /plugins has it, and the text of the trace file.
-# "ustack.sh demo" records one trace.dat of a longer workload (frame-pointer programs and
-# uu_nofp, built without frame pointers) and nothing else.
+# "ustack.sh demo" records the kernel-stack and off-CPU trace below and one trace.dat of a
+# longer workload (frame-pointer programs and uu_nofp, built without frame pointers).
 T=/sys/kernel/tracing
 insmod /lib/modules/user_unwind.ko || exit 1
 
@@ -28,7 +28,7 @@ krecord() {
 		sh -c "uu_chain 3 >/dev/null && uu_offcpu 10 20 >$1.offcpu" \
 		>/dev/null 2>&1 || echo "record $1 failed"
 }
-if [ -x /usr/bin/uu_offcpu ] && [ "$1" != demo ]; then
+if [ -x /usr/bin/uu_offcpu ]; then
 	krecord /tmp/kfull.dat
 	trace-cmd report -i /tmp/kfull.dat 2>/dev/null |
 		sed -n 's/^[[:space:]]*=> \([^ (]*\).*/\1/p' | sort -u >/tmp/knames
