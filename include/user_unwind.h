@@ -94,6 +94,8 @@ struct uu_region {
 int uu_vma_memo_find(u64 addr, struct uu_region *r);
 void uu_vma_memo_note(struct vm_area_struct *vma, const struct uu_file_id *id);
 void uu_vma_memo_exit(void);	/* module exit, after the last callback */
+int uu_vma_memo_ordinary(u64 addr, u64 *start, u64 *end);
+void uu_vma_memo_note_ordinary(struct vm_area_struct *vma);
 
 bool uu_unwind_regs(struct uu_regs *regs);	/* false: use the kernel's stack */
 u64 uu_unwind_user_end(void);
@@ -114,7 +116,8 @@ struct uu_object {
 
 int uu_unwind_object_open(u64 addr, struct uu_object *o);
 int uu_unwind_object_read(struct uu_object *o, u64 offset, void *buf, size_t len);
-bool uu_unwind_object_close(struct uu_object *o);
+bool uu_unwind_object_settled(struct uu_object *o);
+void uu_unwind_object_close(struct uu_object *o);
 
 /* src/option.c: options/userstacktrace_delay. Task context. */
 int uu_option_init(bool enable);

@@ -132,6 +132,9 @@ static bool uu_vma_faultable(struct vm_area_struct *vma)
  * @start: filled with the mapping's first address
  * @end: filled with the address after its last one
  *
+ * From this CPU's memo (src/vma_memo.c) if it knows @addr, else looked up (and noted
+ * there).
+ *
  * Context: task; takes the VMA's lock, or tries mmap_lock.
  * Return: 0 for anonymous memory or a file's pages; -EPERM for a VM_IO or VM_PFNMAP
  * mapping (counted as unwind_reads_refused); -EFAULT without a mapping or when mmap_lock
@@ -146,6 +149,8 @@ int uu_unwind_ordinary(u64 addr, u64 *start, u64 *end)
 
 	if (!mm)
 		return -EFAULT;
+	if (!uu_vma_memo_ordinary(addr, start, end))
+		return 0;
 	vma = lock_vma_under_rcu(mm, addr);
 	if (!vma) {
 		if (!mmap_read_trylock(mm))
@@ -157,6 +162,8 @@ int uu_unwind_ordinary(u64 addr, u64 *start, u64 *end)
 		*start = vma->vm_start;
 		*end = vma->vm_end;
 		ret = uu_vma_ordinary(vma) ? 0 : -EPERM;
+		if (!ret && !locked)
+			uu_vma_memo_note_ordinary(vma);
 	}
 	if (locked)
 		mmap_read_unlock(mm);
@@ -421,18 +428,18 @@ int uu_unwind_object_read(struct uu_object *o, u64 offset, void *buf, size_t len
 }
 
 /**
- * uu_unwind_object_close - let go of the object uu_unwind_object_open() held
- * @o: the object
+ * uu_unwind_object_settled - whether what was read from @o is its settled content
+ * @o: the object uu_unwind_object_open() holds
  *
  * Context: task.
- * Return: whether what was read from it was its settled content, which caches shared by
- * every process may keep: for a file, no writer had it open when it was opened nor has
- * now (a write changes the change time before the data, file_modified(), so the identity
- * alone cannot tell a half-written table), and its change time is the one of its
- * identity; for the vDSO, it is still mapped there and no page of it was ever copied on
- * write (a debugger's breakpoint): its VMA has no anon_vma.
+ * Return: whether what was read from it is content that caches shared by every process
+ * may keep: for a file, no writer had it open when it was opened nor has now (a write
+ * changes the change time before the data, file_modified(), so the identity alone cannot
+ * tell a half-written table), and its change time is the one of its identity; for the
+ * vDSO, it is still mapped there and no page of it was ever copied on write (a debugger's
+ * breakpoint): its VMA has no anon_vma.
  */
-bool uu_unwind_object_close(struct uu_object *o)
+bool uu_unwind_object_settled(struct uu_object *o)
 {
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
@@ -443,9 +450,6 @@ bool uu_unwind_object_close(struct uu_object *o)
 		ctime = uu_ctime(file_user_inode(o->file));
 		stable = !o->writers && atomic_read(&file_inode(o->file)->i_writecount) <= 0 &&
 			 ctime.tv_sec == o->id.ctime_sec && ctime.tv_nsec == o->id.ctime_nsec;
-		if (o->folio)
-			folio_put(o->folio);
-		fput(o->file);
 	} else if (o->kind == UU_REGION_VDSO && mm) {
 		vma = lock_vma_under_rcu(mm, o->start);
 		if (vma) {
@@ -454,6 +458,21 @@ bool uu_unwind_object_close(struct uu_object *o)
 			vma_end_read(vma);
 		}
 	}
-	memset(o, 0, sizeof(*o));
 	return stable;
+}
+
+/**
+ * uu_unwind_object_close - let go of the object uu_unwind_object_open() held
+ * @o: the object
+ *
+ * Context: task.
+ */
+void uu_unwind_object_close(struct uu_object *o)
+{
+	if (o->kind == UU_REGION_FILE) {
+		if (o->folio)
+			folio_put(o->folio);
+		fput(o->file);
+	}
+	memset(o, 0, sizeof(*o));
 }

@@ -288,13 +288,21 @@ impl Task for Current<'_> {
         }
     }
 
-    fn object_close(&mut self) -> bool {
-        let Some(mut o) = self.object.take() else {
-            return false;
-        };
-        // SAFETY: `o` was filled by `uu_unwind_object_open()` and is closed once: taken out
-        // of `self.object`.
-        unsafe { ffi::uu_unwind_object_close(&mut o) }
+    fn object_settled(&mut self) -> bool {
+        match self.object.as_mut() {
+            // SAFETY: `o` was filled by `uu_unwind_object_open()` and not closed; task
+            // context of `current`.
+            Some(o) => unsafe { ffi::uu_unwind_object_settled(o) },
+            None => false,
+        }
+    }
+
+    fn object_close(&mut self) {
+        if let Some(mut o) = self.object.take() {
+            // SAFETY: `o` was filled by `uu_unwind_object_open()` and is closed once: taken
+            // out of `self.object`.
+            unsafe { ffi::uu_unwind_object_close(&mut o) }
+        }
     }
 }
 

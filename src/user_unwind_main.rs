@@ -179,7 +179,8 @@ mod ffi {
             buf: *mut c_void,
             len: usize,
         ) -> c_int;
-        pub(crate) fn uu_unwind_object_close(o: *mut UuObject) -> bool;
+        pub(crate) fn uu_unwind_object_settled(o: *mut UuObject) -> bool;
+        pub(crate) fn uu_unwind_object_close(o: *mut UuObject);
         pub(crate) fn uu_vma_memo_find(addr: u64, r: *mut UuRegion) -> c_int;
         pub(crate) fn uu_vma_memo_note(vma: *mut c_void, id: *const crate::logic::frames::FileId);
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.

@@ -3,7 +3,8 @@
  * The file mappings of the last stacks, per CPU, so that the next stack of the same
  * address space finds its VMAs without walking the maple tree and taking their locks: a
  * task traced over and over makes the same few lookups (its program, libc, ld.so) on
- * every stack.
+ * every stack. Also the last mapping found to be ordinary memory (the stack, which the
+ * unwinder checks before it reads it).
  *
  * A memo holds an mm (mmgrab()ed, so no other mm can have its address while it is kept),
  * the mm's mmap_lock sequence count at the time its entries were noted, and up to
@@ -63,6 +64,8 @@ struct uu_memo {
 	unsigned long noted;		/* jiffies when seq was read */
 	unsigned int next;		/* the entry the next note replaces */
 	struct uu_memo_vma vma[UU_MEMO_VMAS];
+	u64 ordinary_start;		/* a mapping of ordinary memory (the stack), or empty */
+	u64 ordinary_end;
 };
 
 static DEFINE_PER_CPU(struct uu_memo, uu_memos);
@@ -123,6 +126,89 @@ out:
 	return ret;
 }
 
+/*
+ * Makes @m the memo of @mm at sequence count @seq: emptied unless it already was, and
+ * younger than its bound. Returns the mm it held before, for the caller to mmdrop() once
+ * preemption is enabled again, or NULL. Context: preemption disabled (@m is this CPU's).
+ */
+static struct mm_struct *uu_memo_take(struct uu_memo *m, struct mm_struct *mm,
+				      unsigned int seq)
+{
+	struct mm_struct *drop = NULL;
+
+	if (m->mm == mm && m->seq == seq && !uu_memo_expired(m))
+		return NULL;
+	if (m->mm != mm) {
+		mmgrab(mm);
+		drop = m->mm;
+		m->mm = mm;
+	}
+	memset(m->vma, 0, sizeof(m->vma));
+	m->ordinary_start = 0;
+	m->ordinary_end = 0;
+	m->seq = seq;
+	m->noted = jiffies;
+	m->next = 0;
+	return drop;
+}
+
+/**
+ * uu_vma_memo_ordinary - the mapping of ordinary memory of current that holds @addr,
+ * from this CPU's memo
+ * @addr: a user address
+ * @start: filled with the mapping's first address
+ * @end: filled with the address after its last one
+ *
+ * A VMA's flags, like its range, change only under its write lock (mprotect() and
+ * friends): while the sequence count is unchanged it is still ordinary memory.
+ *
+ * Context: task, current's deferred-unwind callback.
+ * Return: 0, or -ENOENT when the memo does not know @addr as it is now.
+ */
+int uu_vma_memo_ordinary(u64 addr, u64 *start, u64 *end)
+{
+	struct mm_struct *mm = current->mm;
+	struct uu_memo *m;
+	unsigned int seq;
+	int ret = -ENOENT;
+
+	if (!mm)
+		return -ENOENT;
+	m = get_cpu_ptr(&uu_memos);
+	if (m->mm == mm && mmap_lock_speculate_try_begin(mm, &seq) && seq == m->seq &&
+	    !uu_memo_expired(m) && addr >= m->ordinary_start && addr < m->ordinary_end) {
+		*start = m->ordinary_start;
+		*end = m->ordinary_end;
+		if (!mmap_lock_speculate_retry(mm, seq))
+			ret = 0;
+	}
+	put_cpu_ptr(&uu_memos);
+	return ret;
+}
+
+/**
+ * uu_vma_memo_note_ordinary - remember a mapping of ordinary memory for the next stacks
+ * @vma: a VMA of current's mm that is not VM_IO or VM_PFNMAP, locked by the caller
+ *
+ * Context: task, current's deferred-unwind callback.
+ */
+void uu_vma_memo_note_ordinary(struct vm_area_struct *vma)
+{
+	struct mm_struct *mm = vma->vm_mm, *drop;
+	struct uu_memo *m;
+	unsigned int seq;
+
+	if (!mmap_lock_speculate_try_begin(mm, &seq))
+		return;
+	m = get_cpu_ptr(&uu_memos);
+	drop = uu_memo_take(m, mm, seq);
+	m->ordinary_start = vma->vm_start;
+	m->ordinary_end = vma->vm_end;
+	put_cpu_ptr(&uu_memos);
+	if (drop)
+		mmdrop(drop);
+}
+
 /**
  * uu_vma_memo_note - remember a file mapping for the next lookups in its address space
  * @vma: a VMA of current's mm mapping a file with an identity, locked by the caller (its
@@ -133,7 +219,7 @@ out:
  */
 void uu_vma_memo_note(struct vm_area_struct *vma, const struct uu_file_id *id)
 {
-	struct mm_struct *mm = vma->vm_mm, *drop = NULL;
+	struct mm_struct *mm = vma->vm_mm, *drop;
 	struct uu_memo_vma *v;
 	struct uu_memo *m;
 	unsigned int seq;
@@ -143,17 +229,7 @@ void uu_vma_memo_note(struct vm_area_struct *vma, const struct uu_file_id *id)
 	if (!mmap_lock_speculate_try_begin(mm, &seq))
 		return;
 	m = get_cpu_ptr(&uu_memos);
-	if (m->mm != mm || m->seq != seq || uu_memo_expired(m)) {
-		if (m->mm != mm) {
-			mmgrab(mm);
-			drop = m->mm;
-			m->mm = mm;
-		}
-		memset(m->vma, 0, sizeof(m->vma));
-		m->seq = seq;
-		m->noted = jiffies;
-		m->next = 0;
-	}
+	drop = uu_memo_take(m, mm, seq);
 	for (i = 0; i < UU_MEMO_VMAS; i++)
 		if (m->vma[i].start == vma->vm_start && m->vma[i].end == vma->vm_end)
 			goto out;

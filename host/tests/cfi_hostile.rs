@@ -64,9 +64,11 @@ impl Task for Hostile<'_> {
         .map_err(|_| CfiError::Malformed)
     }
 
-    fn object_close(&mut self) -> bool {
+    fn object_settled(&mut self) -> bool {
         true
     }
+
+    fn object_close(&mut self) {}
 }
 
 /// The images and their expected lines, written by the generator into a folder of the

@@ -121,8 +121,12 @@ impl Task for ProcTask<'_> {
             .map_err(|_| CfiError::Malformed)
     }
 
-    fn object_close(&mut self) -> bool {
-        self.object.take().is_some()
+    fn object_settled(&mut self) -> bool {
+        self.object.is_some()
+    }
+
+    fn object_close(&mut self) {
+        self.object = None;
     }
 }
 

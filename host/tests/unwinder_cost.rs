@@ -37,9 +37,10 @@ impl Task for Synthetic<'_> {
     fn object_read(&mut self, _offset: u64, _buf: &mut [u8]) -> Result<(), CfiError> {
         Err(CfiError::Malformed)
     }
-    fn object_close(&mut self) -> bool {
+    fn object_settled(&mut self) -> bool {
         false
     }
+    fn object_close(&mut self) {}
 }
 
 #[test]
@@ -122,9 +123,10 @@ fn random_memory_never_hangs_or_panics() {
                 .read(offset.wrapping_add(0x1000), buf)
                 .map_err(|_| CfiError::Malformed)
         }
-        fn object_close(&mut self) -> bool {
+        fn object_settled(&mut self) -> bool {
             true
         }
+        fn object_close(&mut self) {}
     }
     let mut image = vec![0u8; 8192];
     let mut stack = vec![0u8; 4096];

@@ -20,7 +20,7 @@
 //! link-time addresses, translated to file offsets through its `PT_LOAD` segments
 //! ([`Object`]), so how a process maps the file cannot change what is read either. What
 //! was read while the file was being written is used for that frame and not kept
-//! ([`Task::object_close`]).
+//! ([`Task::object_settled`]).
 //!
 //! - [`TableCache`]: per file, its segments, entry point and `.eh_frame_hdr` (or that it
 //!   has none): [`TABLE_SLOTS`] slots of 208 bytes.
@@ -104,10 +104,12 @@ pub trait Task: Memory {
     /// Reads the open object's bytes at file offset `offset`: [`CfiError::Malformed`] past
     /// the end of the file, [`CfiError::Read`] when they cannot be read now.
     fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError>;
-    /// Lets go of the open object; whether what was read from it is its settled content
-    /// (no writer had the file open, its identity did not change), which the caches
-    /// shared by every process may keep.
-    fn object_close(&mut self) -> bool;
+    /// Whether what was read from the open object so far is its settled content (no
+    /// writer had the file open, its identity did not change), which the caches shared by
+    /// every process may keep.
+    fn object_settled(&mut self) -> bool;
+    /// Lets go of the open object.
+    fn object_close(&mut self);
 }
 
 /// The open object's bytes by file offset, as [`Memory`].
@@ -666,6 +668,8 @@ struct Unwind<'a, T: Task> {
     /// row without looking at its mapping.
     last_pc: u64,
     next: usize,
+    /// The key of the object open for row misses (0: none).
+    open: u64,
     counts: Counts,
 }
 
@@ -707,13 +711,17 @@ impl<T: Task> Unwind<'_, T> {
             offset: seen.offset,
             key: Some(seen.key),
         };
-        match self.task.object_open(&region, pc) {
-            Ok(()) => {}
-            Err(CfiError::NoFde) => return Ok(Lookup::NoFde),
-            Err(e) => return Err(e),
+        // The object stays open for the next rows of the stack that miss in it.
+        if self.open != seen.key {
+            self.close();
+            match self.task.object_open(&region, pc) {
+                Ok(()) => self.open = seen.key,
+                Err(CfiError::NoFde) => return Ok(Lookup::NoFde),
+                Err(e) => return Err(e),
+            }
         }
         let found = self.lookup_open(seen.key, offset, bp);
-        let settled = self.task.object_close();
+        let settled = self.task.object_settled();
         let (lookup, read) = found?;
         match (read, settled) {
             (Some(info), true) => self.caches.tables.put(seen.key, &info),
@@ -724,6 +732,14 @@ impl<T: Task> Unwind<'_, T> {
             Lookup::Row(found, _) => Lookup::Row(found, settled),
             other => other,
         })
+    }
+
+    /// Closes the object open for the stack's row misses, if any.
+    fn close(&mut self) {
+        if self.open != 0 {
+            self.task.object_close();
+            self.open = 0;
+        }
     }
 
     /// [`Unwind::lookup`] with the object open; also the table it read, if it was not
@@ -870,6 +886,7 @@ pub fn unwind<T: Task>(
         last_row: (0, 0, Packed { a: 0, b: 0, c: 0 }),
         last_pc: u64::MAX,
         next: 0,
+        open: 0,
         counts: Counts::default(),
     };
     let mut regs = regs;
@@ -902,6 +919,7 @@ pub fn unwind<T: Task>(
             }
         }
     };
+    u.close();
     (n, end, u.counts)
 }
 
@@ -1103,9 +1121,10 @@ mod tests {
         fn object_read(&mut self, _offset: u64, _buf: &mut [u8]) -> Result<(), CfiError> {
             Err(CfiError::Read)
         }
-        fn object_close(&mut self) -> bool {
+        fn object_settled(&mut self) -> bool {
             false
         }
+        fn object_close(&mut self) {}
     }
 
     #[test]
@@ -1168,9 +1187,10 @@ mod tests {
         fn object_read(&mut self, _offset: u64, _buf: &mut [u8]) -> Result<(), CfiError> {
             Err(CfiError::Read)
         }
-        fn object_close(&mut self) -> bool {
+        fn object_settled(&mut self) -> bool {
             false
         }
+        fn object_close(&mut self) {}
     }
 
     /// A mapping that cannot be looked up ends the stack, cut short: the frame-pointer
