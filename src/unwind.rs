@@ -8,7 +8,7 @@
 //! shared by every task, and the buffers the unwind works in.
 //!
 //! Memory: the row and table caches are static, about 110 KiB; the work buffers (the CIE
-//! and FDE scratch, the 511 frames and a 256-byte read block, 8.5 KiB each) are a static
+//! and FDE scratch, the 511 frames and two 256-byte read blocks, 8.7 KiB each) are a static
 //! pool of [`POOL_SLOTS`] (68 KiB): a callback takes a free one without allocating, and
 //! when all are in use (as many tasks in the callback at once, each faulting a page in) it
 //! records the kernel's frame-pointer stack instead.
@@ -37,6 +37,7 @@ struct Work {
     scratch: Scratch,
     ips: [u64; MAX_FRAMES],
     block: [u8; BLOCK],
+    object_block: [u8; BLOCK],
 }
 
 /// A pool slot.
@@ -61,6 +62,7 @@ impl PoolSlot {
                 scratch: Scratch::new(),
                 ips: [0; MAX_FRAMES],
                 block: [0; BLOCK],
+                object_block: [0; BLOCK],
             }),
         }
     }
@@ -112,6 +114,10 @@ struct Current<'k> {
     next_ordinary: usize,
     /// The object whose table is read, held between `object_open` and `object_close`.
     object: Option<ffi::UuObject>,
+    /// The last block of its file read, at file offset `object_block_at` (`u64::MAX`:
+    /// none): a table's reads lie close together, and one call into C serves several.
+    object_block: &'k mut [u8; BLOCK],
+    object_block_at: u64,
     /// The file mappings looked up, for the translation.
     known: [KnownVma; KNOWN],
     nr_known: usize,
@@ -132,6 +138,23 @@ fn read_user(addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
     }
 }
 
+/// Reads the file of `object`, open, at `offset`, whole.
+fn read_object(
+    object: &mut Option<ffi::UuObject>,
+    offset: u64,
+    buf: &mut [u8],
+) -> Result<(), CfiError> {
+    let object = object.as_mut().ok_or(CfiError::Read)?;
+    // SAFETY: `object` was filled by `uu_unwind_object_open()` and not closed; `buf` is
+    // valid for `buf.len()` bytes of writes; task context of `current`.
+    match unsafe { ffi::uu_unwind_object_read(object, offset, buf.as_mut_ptr().cast(), buf.len()) }
+    {
+        0 => Ok(()),
+        e if e == EFAULT.to_errno() => Err(CfiError::Malformed),
+        _ => Err(CfiError::Read),
+    }
+}
+
 impl Current<'_> {
     /// Whether `addr..addr + len` lies in mappings of ordinary memory (asked of the
     /// kernel for a mapping not seen yet in this stack).
@@ -139,21 +162,30 @@ impl Current<'_> {
         let Some(last) = addr.checked_add(len.max(1) as u64 - 1) else {
             return false;
         };
-        [addr, last].into_iter().all(|a| {
-            if self.ordinary.iter().any(|&(s, e)| s <= a && a < e) {
-                return true;
-            }
-            let (mut start, mut end) = (0, 0);
-            // SAFETY: `start` and `end` are valid for writes; task context of `current`.
-            if unsafe { ffi::uu_unwind_ordinary(a, &mut start, &mut end) } != 0 {
-                return false;
-            }
-            if let Some(slot) = self.ordinary.get_mut(self.next_ordinary % ORDINARY) {
-                *slot = (start, end);
-            }
-            self.next_ordinary = self.next_ordinary.wrapping_add(1);
-            true
-        })
+        self.ordinary_at(addr) && self.ordinary_at(last)
+    }
+
+    /// Whether the mapping holding `addr` is ordinary memory.
+    #[inline(always)]
+    fn ordinary_at(&mut self, addr: u64) -> bool {
+        if self.ordinary.iter().any(|&(s, e)| s <= addr && addr < e) {
+            return true;
+        }
+        let (mut start, mut end) = (0, 0);
+        // SAFETY: `start` and `end` are valid for writes; task context of `current`.
+        if unsafe { ffi::uu_unwind_ordinary(addr, &mut start, &mut end) } != 0 {
+            return false;
+        }
+        if let Some(slot) = self.ordinary.get_mut(self.next_ordinary % ORDINARY) {
+            *slot = (start, end);
+        }
+        self.next_ordinary = self.next_ordinary.wrapping_add(1);
+        true
+    }
+
+    /// Reads the open object's file at `offset`, whole.
+    fn read_object(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        read_object(&mut self.object, offset, buf)
     }
 
     /// Reads `buf.len()` bytes of `current`'s ordinary memory at `addr`.
@@ -174,7 +206,7 @@ impl Current<'_> {
         if self.block_addr != base {
             // The block lies in the page of `addr`, so in its mapping.
             self.block_addr = u64::MAX;
-            if !self.is_ordinary(base, BLOCK) {
+            if !self.ordinary_at(base) {
                 return None;
             }
             read_user(base, &mut self.block[..]).ok()?;
@@ -267,6 +299,7 @@ impl Task for Current<'_> {
             _ => name_cookie(b"[vdso]", &self.keys.name),
         };
         self.object = Some(o);
+        self.object_block_at = u64::MAX;
         if Some(key) != region.key {
             // Another object is mapped there now.
             self.object_close();
@@ -276,16 +309,25 @@ impl Task for Current<'_> {
     }
 
     fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
-        let object = self.object.as_mut().ok_or(CfiError::Read)?;
-        // SAFETY: `object` was filled by `uu_unwind_object_open()` and not closed; `buf` is
-        // valid for `buf.len()` bytes of writes; task context of `current`.
-        match unsafe {
-            ffi::uu_unwind_object_read(object, offset, buf.as_mut_ptr().cast(), buf.len())
-        } {
-            0 => Ok(()),
-            e if e == EFAULT.to_errno() => Err(CfiError::Malformed),
-            _ => Err(CfiError::Read),
+        let base = offset & !(BLOCK as u64 - 1);
+        let start = (offset - base) as usize;
+        let Some(end) = start.checked_add(buf.len()).filter(|&end| end <= BLOCK) else {
+            return self.read_object(offset, buf);
+        };
+        if self.object_block_at != base {
+            self.object_block_at = u64::MAX;
+            if let Err(e) = read_object(&mut self.object, base, &mut self.object_block[..]) {
+                // The end of the file may lie inside the block.
+                return match e {
+                    CfiError::Malformed => self.read_object(offset, buf),
+                    e => Err(e),
+                };
+            }
+            self.object_block_at = base;
         }
+        let bytes = self.object_block.get(start..end).ok_or(CfiError::Read)?;
+        buf.copy_from_slice(bytes);
+        Ok(())
     }
 
     fn object_settled(&mut self) -> bool {
@@ -331,6 +373,8 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         ordinary: [(0, 0); ORDINARY],
         next_ordinary: 0,
         object: None,
+        object_block: &mut work.object_block,
+        object_block_at: u64::MAX,
         known: [KnownVma::default(); KNOWN],
         nr_known: 0,
     };
