@@ -29,10 +29,12 @@
  * to the new program: the unwinder would find the new program's first stack, not the one
  * the event was traced in. A probe on sched_process_exec, which every successful exec
  * passes after its point of no return and before the task returns to user space
- * (exec_binprm()), takes the module's bit out of the task's unwind_mask, so the callback
- * of that kernel entry is not called, and records the entry's cookie with an empty stack
- * (counted as stacks_after_exec). Nothing is remembered per request, so nothing can be
- * forgotten: every exec with a request pending is seen. An exec that fails after its
+ * (exec_binprm()), marks the kernel entry when the module's callback is pending for it:
+ * it sets the bit of a second unwind_work in the task's unwind_mask, which
+ * unwind_reset_info() clears with the rest on the way back to user space. The callback
+ * finds the mark and records the entry's cookie with an empty stack (counted as
+ * stacks_after_exec). Nothing is remembered per request, so nothing can be forgotten:
+ * every exec with a request pending is seen. An exec that fails after its
  * point of no return kills the task; its callback, run from do_exit(), finds the half-built
  * new address space and the old registers, and records what it can unwind there.
  *
@@ -65,6 +67,8 @@
 #include "events.h"
 #include "wrapper/symbols.h"
 
+struct linux_binprm;
+
 static struct unwind_work uu_work;
 /*
  * Never requested: its bit in a task's unwind_mask marks a kernel entry that exec'd with
@@ -72,7 +76,6 @@ static struct unwind_work uu_work;
  * mask on the way back to user space, so the mark lasts exactly that entry.
  */
 static struct unwind_work uu_exec_work;
-struct linux_binprm;
 static struct tracepoint *uu_exec_tp;	/* sched_process_exec, probed from init to exit */
 /* The entry types of irq_enable and user_enter (0: not in this kernel); set at init. */
 static unsigned short uu_exit_types[2];
