@@ -6,7 +6,10 @@
 //! rules change) must match the row the pure logic finds at its start: the CFA rule, the
 //! return address and `rbp` rules, the row's range and the signal-frame mark. The
 //! `.eh_frame_hdr` table lookup and the `PT_GNU_EH_FRAME` helper are checked on the same
-//! files.
+//! files. So is the file's table ([`user_unwind_logic::logic::ftable`]): every row is
+//! looked up again as a stack's unwind does when the row cache misses (the first row of
+//! an FDE parses and keeps all of its rows, the others come from the table), from the
+//! file read by offset as the module reads it, and must be the same row.
 
 mod common;
 
@@ -16,11 +19,84 @@ use gimli::{
     UnwindSection,
 };
 use object::{Object, ObjectSection};
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 use user_unwind_logic::logic::cfi::elf::find_eh_frame_hdr;
 use user_unwind_logic::logic::cfi::machine::{Cfa, Found, Rule};
 use user_unwind_logic::logic::cfi::step::{find_in_fde, Scratch};
 use user_unwind_logic::logic::cfi::table::Hdr;
 use user_unwind_logic::logic::cfi::Budget;
+use user_unwind_logic::logic::cfi::{CfiError, Memory};
+use user_unwind_logic::logic::ftable::{self, Add, View};
+use user_unwind_logic::logic::unwinder::{row_at, Caches, Region, Task};
+
+/// An ELF file as the module reads an object (by file offset), with the file tables kept
+/// as the module's glue keeps them: made, published, grown by copying.
+struct FileTask<'a> {
+    data: &'a [u8],
+    tables: HashMap<u64, Box<[AtomicU64]>>,
+    pending: Option<Box<[AtomicU64]>>,
+    grown: usize,
+}
+
+fn zeroed(words: usize) -> Box<[AtomicU64]> {
+    (0..words).map(|_| AtomicU64::new(0)).collect()
+}
+
+impl Memory for FileTask<'_> {
+    fn read(&mut self, _addr: u64, _buf: &mut [u8]) -> Result<(), CfiError> {
+        Err(CfiError::Read)
+    }
+}
+
+impl Task for FileTask<'_> {
+    fn region(&mut self, _addr: u64) -> Result<Option<Region>, CfiError> {
+        Ok(None)
+    }
+    fn object_open(&mut self, _region: &Region, _addr: u64) -> Result<(), CfiError> {
+        Ok(())
+    }
+    fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        let start = usize::try_from(offset).map_err(|_| CfiError::Malformed)?;
+        let bytes = start
+            .checked_add(buf.len())
+            .and_then(|end| self.data.get(start..end))
+            .ok_or(CfiError::Malformed)?;
+        buf.copy_from_slice(bytes);
+        Ok(())
+    }
+    fn object_settled(&mut self) -> bool {
+        true
+    }
+    fn object_close(&mut self) {}
+    fn table(&mut self, key: u64) -> Option<&[AtomicU64]> {
+        self.tables.get(&key).map(|t| &t[..])
+    }
+    fn table_create(&mut self, words: usize) -> Option<&[AtomicU64]> {
+        self.pending = Some(zeroed(words));
+        self.pending.as_deref()
+    }
+    fn table_pending(&mut self) -> Option<&[AtomicU64]> {
+        self.pending.as_deref()
+    }
+    fn table_publish(&mut self, key: u64) {
+        if let Some(t) = self.pending.take() {
+            self.tables.entry(key).or_insert(t);
+        }
+    }
+    fn table_write(&mut self, key: u64, write: &mut dyn FnMut(&[AtomicU64]) -> Result<(), Add>) {
+        let Some(t) = self.tables.get(&key) else {
+            return;
+        };
+        if let Err(Add::Room(words)) = write(t) {
+            let new = zeroed(words);
+            ftable::grow(t, &new).expect("the table grows");
+            write(&new).expect("the rows fit the grown table");
+            self.tables.insert(key, new);
+            self.grown += 1;
+        }
+    }
+}
 
 /// What one file gave.
 #[derive(Default, Debug)]
@@ -33,6 +109,11 @@ struct Counts {
     /// Rows of signal trampolines.
     signal_rows: usize,
     mismatches: Vec<String>,
+    /// Rows the file's table kept, and times it grew.
+    kept_rows: usize,
+    /// Rows of FDEs with a row the table cannot keep (an expression).
+    unkeepable: usize,
+    grown: usize,
 }
 
 fn gimli_rule(rule: Option<RegisterRule<usize>>, eh: &[u8], default: Rule) -> String {
@@ -106,6 +187,30 @@ fn compare_file(path: &str) -> Counts {
     let mut ctx = UnwindContext::<usize>::new();
     let mut entries = eh.entries(&bases);
     let mut scratch = Scratch::new();
+    let mut file = FileTask {
+        data: &data,
+        tables: HashMap::new(),
+        pending: None,
+        grown: 0,
+    };
+    let caches = Box::new(Caches::new());
+    let mut table_scratch = Box::new(Scratch::new());
+    const KEY: u64 = 0x5eed;
+    let offsets = ElfMemory::new(&data);
+    // The row of `pc` through the file's table, the file mapped so that `pc`'s page
+    // lies at its own file offset.
+    let mut kept = |file: &mut FileTask<'_>, pc: u64| {
+        let offset = offsets
+            .file_offset(pc)
+            .expect("a segment maps the FDE's range");
+        let region = Region {
+            start: pc - offset,
+            end: u64::MAX,
+            offset: 0,
+            key: Some(KEY),
+        };
+        row_at(file, &caches, &mut table_scratch, &region, pc)
+    };
     while let Some(entry) = entries.next().expect("gimli walks .eh_frame") {
         let CieOrFde::Fde(partial) = entry else {
             continue;
@@ -131,6 +236,7 @@ fn compare_file(path: &str) -> Counts {
                 other => mismatch(format!("table lookup gives {other:x?}")),
             }
         }
+        let (mut fde_rows, mut fde_exprs) = (0, 0);
         let mut rows = fde.rows(&eh, &bases, &mut ctx).expect("gimli runs the FDE");
         while let Some(row) = rows.next_row().expect("gimli runs the FDE") {
             if row.start_address() == row.end_address() {
@@ -162,6 +268,23 @@ fn compare_file(path: &str) -> Counts {
                 ours.end,
                 ours.row.signal,
             );
+            for at in [pc, row.end_address() - 1] {
+                match kept(&mut file, at) {
+                    Ok(Some(r)) if r == ours.row => {}
+                    other => mismatch(format!(
+                        "at {at:#x} through the file's table: {other:x?}, not {:x?}",
+                        ours.row
+                    )),
+                }
+            }
+            let expr = |r: Rule| matches!(r, Rule::Expression(_) | Rule::ValExpression(_));
+            fde_rows += 1;
+            fde_exprs += usize::from(
+                matches!(ours.row.cfa, Cfa::Expression(_))
+                    || expr(ours.row.ra)
+                    || expr(ours.row.bp)
+                    || expr(ours.row.bx),
+            );
             counts.expr_rows += usize::from(matches!(ours.row.cfa, Cfa::Expression(_)));
             counts.signal_rows += usize::from(ours.row.signal);
             if want != got {
@@ -175,7 +298,19 @@ fn compare_file(path: &str) -> Counts {
                 other => mismatch(format!("at {last:#x}: {other:x?}, not {ours:x?}")),
             }
         }
+        if fde_exprs > 0 {
+            counts.unkeepable += fde_rows;
+        }
     }
+    let table = file.tables.get(&KEY).expect("the file's table was made");
+    let view = View::new(table).expect("a table");
+    assert_eq!(
+        view.count() as u64,
+        hdr.count,
+        "{path}: the search table's entries"
+    );
+    counts.kept_rows = view.used();
+    counts.grown = file.grown;
     counts
 }
 
@@ -185,17 +320,27 @@ fn check(paths: &[String]) {
         let c = compare_file(path);
         println!(
             "{path}: {} FDEs, {} rows compared with gimli ({} with a CFA expression, {} in \
-             signal frames), {} table lookups, {} mismatches",
+             signal frames), {} table lookups, {} rows kept in its table (grown {} times), \
+             {} mismatches",
             c.fdes,
             c.rows,
             c.expr_rows,
             c.signal_rows,
             c.table_hits,
+            c.kept_rows,
+            c.grown,
             c.mismatches.len()
         );
         assert!(
             c.fdes > 0 && c.rows >= c.fdes,
             "{path}: too few FDEs or rows"
+        );
+        assert_eq!(
+            c.kept_rows,
+            c.rows - c.unkeepable,
+            "{path}: the rows its table kept, of {} ({} in FDEs with an expression)",
+            c.rows,
+            c.unkeepable
         );
         total.fdes += c.fdes;
         total.rows += c.rows;

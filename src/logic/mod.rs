@@ -6,6 +6,7 @@
 pub mod buildid;
 pub mod cfi;
 pub mod frames;
+pub mod ftable;
 pub mod memo;
 pub mod offset;
 pub mod option;

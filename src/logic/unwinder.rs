@@ -38,6 +38,7 @@ use core::sync::atomic::fence;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering;
 
+use super::cfi::cursor::Cursor;
 use super::cfi::elf::read_object;
 use super::cfi::elf::Load;
 use super::cfi::elf::Object;
@@ -46,13 +47,20 @@ use super::cfi::machine::Cfa;
 use super::cfi::machine::Found;
 use super::cfi::machine::Row;
 use super::cfi::machine::Rule;
+use super::cfi::pointer::read_encoded;
+use super::cfi::pointer::Bases;
+use super::cfi::read_mem;
 use super::cfi::read_u64;
 use super::cfi::step::apply;
+use super::cfi::step::fde_rows;
 use super::cfi::step::find;
+use super::cfi::step::find_in_fde;
 use super::cfi::step::step_fp;
 use super::cfi::step::Regs;
 use super::cfi::step::Scratch;
 use super::cfi::step::Step;
+use super::cfi::step::FDE_MAX;
+use super::cfi::table::Entry;
 use super::cfi::table::Hdr;
 use super::cfi::Budget;
 use super::cfi::CfiError;
@@ -61,6 +69,10 @@ use super::cfi::REG_RA;
 use super::cfi::REG_RBP;
 use super::cfi::REG_RBX;
 use super::cfi::REG_RSP;
+use super::ftable;
+use super::ftable::Add;
+use super::ftable::Rows;
+use super::ftable::View;
 
 /// Frames one stack holds at most: the kernel's own limit for a deferred user stack (its
 /// unwind cache fills a 4 KiB page).
@@ -110,6 +122,28 @@ pub trait Task: Memory {
     fn object_settled(&mut self) -> bool;
     /// Lets go of the open object.
     fn object_close(&mut self);
+    /// The words of the table kept for the file `key` ([`ftable`]), if one is; it stays
+    /// the same until the stack's end (a table replaced meanwhile is seen by the next
+    /// stack). None by default: no tables kept.
+    fn table(&mut self, _key: u64) -> Option<&[AtomicU64]> {
+        None
+    }
+    /// A new table of `words` words, zeroed and seen by no one, for the stack to fill
+    /// ([`Task::table_publish`] or the stack's end lets go of it); `None` when it cannot be
+    /// had (the memory limit).
+    fn table_create(&mut self, _words: usize) -> Option<&[AtomicU64]> {
+        None
+    }
+    /// The table [`Task::table_create`] gave, while it is not published.
+    fn table_pending(&mut self) -> Option<&[AtomicU64]> {
+        None
+    }
+    /// Publishes the pending table as the file `key`'s (unless it has one already).
+    fn table_publish(&mut self, _key: u64) {}
+    /// Runs `write` on the file `key`'s table as it is now, writers excluded; when it asks
+    /// for [`Add::Room`], copies the table ([`ftable::grow`]) into a larger one that
+    /// replaces it and runs `write` again on that.
+    fn table_write(&mut self, _key: u64, _write: &mut dyn FnMut(&[AtomicU64]) -> Result<(), Add>) {}
 }
 
 /// The open object's bytes by file offset, as [`Memory`].
@@ -180,6 +214,11 @@ pub struct Counts {
     /// Tables read while their file was being written (or whose identity changed): used
     /// for the frame, not cached.
     pub unsettled: u32,
+    /// Row misses that ran an FDE's program (the others found its rows in the file's
+    /// table): first sights, and FDEs whose rows are not kept.
+    pub parsed: u32,
+    /// File tables made.
+    pub tables: u32,
 }
 
 /// What a row lookup found.
@@ -188,6 +227,8 @@ enum Lookup {
     /// The row in force at the address, and whether it was read from the object's
     /// settled content (so the row cache may keep it).
     Row(Found, bool),
+    /// The same from the file's table, packed ([`encode_row`]).
+    Kept(Packed, bool),
     /// No FDE covers the address: the frame-pointer rule.
     NoFde,
     /// No FDE covers the address, which is in the object's entry point's first bytes, and
@@ -195,6 +236,26 @@ enum Lookup {
     /// clear the frame pointer to mark the deepest frame; ld.so's `_start`, which calls
     /// `_dl_start` and has no FDE, is the root of the loader's stacks before `main`.
     Root,
+}
+
+/// What no FDE covering `vaddr` in the object of `info` means: [`Lookup::Root`] at its
+/// entry point with a zero frame pointer `bp`, else [`Lookup::NoFde`].
+fn no_fde(info: &TableInfo, vaddr: u64, bp: u64) -> Lookup {
+    if bp == 0 && vaddr.wrapping_sub(info.object.entry) < ROOT_SPAN {
+        Lookup::Root
+    } else {
+        Lookup::NoFde
+    }
+}
+
+/// The FDE a file's table gives for an address.
+enum Indexed {
+    /// Its index, search table entry, and whether its rows are yet to be kept.
+    Fde(usize, Entry, bool),
+    /// No FDE covers the address.
+    NoFde,
+    /// The file has no table, and none can be made now.
+    Untabled,
 }
 
 /// Bytes from an entry point within which a return address without an FDE, with a zero
@@ -211,9 +272,63 @@ struct TableInfo {
     hdr: Option<Hdr>,
 }
 
-/// Words of a [`TableCache`] slot: the key, a word of flags and sizes, the header's four
+/// Words of a [`TableCache`] slot: the key, then a [`TableInfo`]'s words.
+const TABLE_WORDS: usize = 1 + INFO_WORDS;
+/// Words of a [`TableInfo`] ([`info_words`]): a word of flags and sizes, the header's four
 /// addresses and count, the entry point and three words a segment.
-const TABLE_WORDS: usize = 7 + 3 * MAX_LOADS;
+pub const INFO_WORDS: usize = 6 + 3 * MAX_LOADS;
+
+/// `info` as words.
+fn info_words(info: &TableInfo) -> [u64; INFO_WORDS] {
+    let mut w = [0u64; INFO_WORDS];
+    w[0] = (info.object.nr_loads as u64) << 24;
+    if let Some(h) = info.hdr {
+        w[0] |= 1 | u64::from(h.table_enc) << 8 | u64::from(h.value_size) << 16;
+        w[1] = h.addr;
+        w[2] = h.eh_frame;
+        w[3] = h.table;
+        w[4] = h.count;
+    }
+    w[5] = info.object.entry;
+    for (i, l) in info.object.loads.iter().enumerate() {
+        let at = 6 + 3 * i;
+        w[at] = l.vaddr;
+        w[at + 1] = l.offset;
+        w[at + 2] = l.filesz;
+    }
+    w
+}
+
+/// The [`TableInfo`] of [`info_words`]' words.
+fn info_of(w: &[u64; INFO_WORDS]) -> Option<TableInfo> {
+    let meta = w[0];
+    let mut object = Object {
+        nr_loads: ((meta >> 24) & 0xff) as usize,
+        entry: w[5],
+        ..Object::default()
+    };
+    if object.nr_loads > MAX_LOADS {
+        return None;
+    }
+    for (i, l) in object.loads.iter_mut().enumerate() {
+        let at = 6 + 3 * i;
+        *l = Load {
+            vaddr: w[at],
+            offset: w[at + 1],
+            filesz: w[at + 2],
+        };
+    }
+    let hdr = (meta & 1 != 0).then(|| Hdr {
+        addr: w[1],
+        eh_frame: w[2],
+        table: w[3],
+        count: w[4],
+        table_enc: (meta >> 8) as u8,
+        value_size: (meta >> 16) as u8,
+    });
+    object.eh_frame_hdr = hdr.map(|h| h.addr);
+    Some(TableInfo { object, hdr })
+}
 
 /// A slot: a sequence count (odd while written) and `W` words, the first of which is the
 /// key (0: empty).
@@ -324,52 +439,15 @@ impl TableCache {
         if w[0] != key || key == 0 {
             return None;
         }
-        let meta = w[1];
-        let mut object = Object {
-            nr_loads: ((meta >> 24) & 0xff) as usize,
-            entry: w[6],
-            ..Object::default()
-        };
-        if object.nr_loads > MAX_LOADS {
-            return None;
-        }
-        for (i, l) in object.loads.iter_mut().enumerate() {
-            let at = 7 + 3 * i;
-            *l = Load {
-                vaddr: w[at],
-                offset: w[at + 1],
-                filesz: w[at + 2],
-            };
-        }
-        let hdr = (meta & 1 != 0).then(|| Hdr {
-            addr: w[2],
-            eh_frame: w[3],
-            table: w[4],
-            count: w[5],
-            table_enc: (meta >> 8) as u8,
-            value_size: (meta >> 16) as u8,
-        });
-        object.eh_frame_hdr = hdr.map(|h| h.addr);
-        Some(TableInfo { object, hdr })
+        let (_, info) = w.split_first()?;
+        info_of(info.try_into().ok()?)
     }
 
     fn put(&self, key: u64, info: &TableInfo) {
         let mut w = [0u64; TABLE_WORDS];
         w[0] = key;
-        w[1] = (info.object.nr_loads as u64) << 24;
-        if let Some(h) = info.hdr {
-            w[1] |= 1 | u64::from(h.table_enc) << 8 | u64::from(h.value_size) << 16;
-            w[2] = h.addr;
-            w[3] = h.eh_frame;
-            w[4] = h.table;
-            w[5] = h.count;
-        }
-        w[6] = info.object.entry;
-        for (i, l) in info.object.loads.iter().enumerate() {
-            let at = 7 + 3 * i;
-            w[at] = l.vaddr;
-            w[at + 1] = l.offset;
-            w[at + 2] = l.filesz;
+        for (d, v) in w.iter_mut().skip(1).zip(info_words(info)) {
+            *d = v;
         }
         self.slot(key).write(w);
     }
@@ -594,9 +672,14 @@ impl RowCache {
 
     /// Caches `row` for `offset` in the file `key`, if it has no expression.
     pub fn put(&self, key: u64, offset: u64, row: &Row) {
-        let Some((a, b, c)) = encode_row(row) else {
-            return;
-        };
+        if let Some((a, b, c)) = encode_row(row) {
+            self.put_packed(key, offset, Packed { a, b, c });
+        }
+    }
+
+    /// Caches the packed row `p` for `offset` in the file `key`.
+    fn put_packed(&self, key: u64, offset: u64, p: Packed) {
+        let Packed { a, b, c } = p;
         let bucket = self.bucket(key, offset);
         // The row's own slot or a free one, else one chosen by the offset's low bits.
         let free = bucket.iter().position(|slot| {
@@ -673,7 +756,23 @@ struct Unwind<'a, T: Task> {
     counts: Counts,
 }
 
-impl<T: Task> Unwind<'_, T> {
+impl<'a, T: Task> Unwind<'a, T> {
+    fn new(task: &'a mut T, caches: &'a Caches, scratch: &'a mut Scratch) -> Self {
+        Unwind {
+            task,
+            caches,
+            scratch,
+            budget: Budget::DEFAULT,
+            last: Seen::default(),
+            memo: [Seen::default(); MEMO],
+            last_row: (0, 0, Packed { a: 0, b: 0, c: 0 }),
+            last_pc: u64::MAX,
+            next: 0,
+            open: 0,
+            counts: Counts::default(),
+        }
+    }
+
     /// The mapping holding `pc`, looked up if it is not one of the last.
     #[inline(always)]
     fn seen(&mut self, pc: u64) -> Result<Option<Seen>, CfiError> {
@@ -701,10 +800,14 @@ impl<T: Task> Unwind<'_, T> {
         Ok(Some(seen))
     }
 
-    /// The row of the frame at `pc`, file offset `offset` in the object of `seen`, from
-    /// the object's file (its table from the table cache, else its headers read); `bp`,
-    /// the frame's frame pointer, tells its root (see [`Lookup::Root`]).
+    /// The row of the frame at `pc`, file offset `offset` in the object of `seen`: from
+    /// the file's table when it keeps the FDE's rows, else from the object's file (its
+    /// table from the table cache, else its headers read); `bp`, the frame's frame
+    /// pointer, tells its root (see [`Lookup::Root`]).
     fn lookup(&mut self, seen: &Seen, pc: u64, offset: u64, bp: u64) -> Result<Lookup, CfiError> {
+        if let Some(kept) = self.kept(seen.key, offset, bp) {
+            return Ok(kept);
+        }
         let region = Region {
             start: seen.start,
             end: seen.end,
@@ -730,8 +833,209 @@ impl<T: Task> Unwind<'_, T> {
         }
         Ok(match lookup {
             Lookup::Row(found, _) => Lookup::Row(found, settled),
+            Lookup::Kept(p, _) => Lookup::Kept(p, settled),
             other => other,
         })
+    }
+
+    /// The row at file offset `offset` of the file `key` from its table, when the table
+    /// keeps the rows of the FDE that can cover it (or says that no FDE does); `None`
+    /// when it cannot say without reading the file.
+    fn kept(&mut self, key: u64, offset: u64, bp: u64) -> Option<Lookup> {
+        let view = View::new(self.task.table(key)?)?;
+        let info = info_of(&view.info())?;
+        let vaddr = info.object.vaddr(offset)?;
+        if vaddr > u64::from(u32::MAX) {
+            return None;
+        }
+        let Some(i) = view.search(vaddr) else {
+            return Some(no_fde(&info, vaddr, bp));
+        };
+        let rows = view.rows(i);
+        if !matches!(rows, Rows::Kept { .. }) {
+            return None;
+        }
+        Some(match view.row(rows, vaddr - view.entry(i).initial) {
+            Some([a, b, c]) => Lookup::Kept(Packed { a, b, c }, true),
+            None => no_fde(&info, vaddr, bp),
+        })
+    }
+
+    /// The FDE that can cover `vaddr` in the file `key`'s table, which is made now when
+    /// the file has none.
+    fn indexed(
+        &mut self,
+        key: u64,
+        info: &TableInfo,
+        hdr: &Hdr,
+        vaddr: u64,
+    ) -> Result<Indexed, CfiError> {
+        if vaddr > u64::from(u32::MAX) {
+            return Ok(Indexed::Untabled);
+        }
+        if self.task.table(key).is_none() && !self.make_table(key, info, hdr)? {
+            return Ok(Indexed::Untabled);
+        }
+        let Some(view) = self.task.table(key).and_then(View::new) else {
+            return Ok(Indexed::Untabled);
+        };
+        Ok(match view.search(vaddr) {
+            Some(i) => Indexed::Fde(i, view.entry(i), view.rows(i) == Rows::Unseen),
+            None => Indexed::NoFde,
+        })
+    }
+
+    /// Makes the file `key`'s table: its search table copied from the `.eh_frame_hdr`
+    /// `hdr`, read from the open object a buffer at a time; published if what was read is
+    /// settled. Whether the file has one now (`false`: the memory limit, or a search table
+    /// that cannot be kept: unsorted, or addresses past 4 GiB).
+    fn make_table(&mut self, key: u64, info: &TableInfo, hdr: &Hdr) -> Result<bool, CfiError> {
+        let size = 2 * usize::from(hdr.value_size);
+        let Ok(count) = usize::try_from(hdr.count) else {
+            return Ok(false);
+        };
+        let Some(words) = ftable::words(count, ftable::FIRST_ROWS) else {
+            return Ok(false);
+        };
+        if count == 0 || size == 0 {
+            return Ok(false);
+        }
+        let made = self
+            .task
+            .table_create(words)
+            .and_then(|w| ftable::init(w, count, ftable::FIRST_ROWS, &info_words(info)));
+        if made.is_none() {
+            return Ok(false);
+        }
+        let bases = Bases {
+            data: Some(hdr.addr),
+            ..Bases::default()
+        };
+        // Bounded by the table's size, which the memory limit bounds: not the stack's.
+        let mut budget = Budget {
+            bytes: u32::MAX,
+            insns: 0,
+        };
+        let mut i = 0;
+        while i < count {
+            let n = (FDE_MAX / size).min(count - i);
+            let at = (i * size) as u64;
+            let at = hdr.table.checked_add(at).ok_or(CfiError::Malformed)?;
+            let window = self
+                .scratch
+                .fde
+                .get_mut(..n * size)
+                .ok_or(CfiError::Malformed)?;
+            let mut mem = ObjectOf {
+                task: &mut *self.task,
+                object: &info.object,
+            };
+            match read_mem(&mut mem, &mut budget, at, window) {
+                Ok(()) => {}
+                Err(CfiError::Read) => return Err(CfiError::Read),
+                Err(_) => return Ok(false),
+            }
+            let Some(w) = self.task.table_pending() else {
+                return Ok(false);
+            };
+            let mut c = Cursor::new(window, at);
+            for k in i..i + n {
+                let initial = read_encoded(&mut c, hdr.table_enc, &bases);
+                let fde = read_encoded(&mut c, hdr.table_enc, &bases);
+                let (Ok(initial), Ok(fde)) = (initial, fde) else {
+                    return Ok(false);
+                };
+                if ftable::set_entry(w, k, Entry { initial, fde }).is_none() {
+                    return Ok(false);
+                }
+            }
+            i += n;
+        }
+        let sorted = self
+            .task
+            .table_pending()
+            .and_then(View::new)
+            .is_some_and(|v| ftable::sorted(&v));
+        if !sorted || !self.task.object_settled() {
+            return Ok(false);
+        }
+        self.task.table_publish(key);
+        self.counts.tables += 1;
+        Ok(true)
+    }
+
+    /// The row at `vaddr` in FDE `i` of the file `key`'s table (`entry`, its search table
+    /// entry), from the open object: with `keep`, every row of the FDE is parsed and kept
+    /// in the table (if the object's content is settled); `no_fde` when it does not cover
+    /// `vaddr`.
+    fn parse_fde(
+        &mut self,
+        key: u64,
+        info: &TableInfo,
+        (i, entry, keep): (usize, Entry, bool),
+        vaddr: u64,
+        no_fde: Lookup,
+    ) -> Result<Lookup, CfiError> {
+        self.counts.parsed += 1;
+        if keep {
+            let Scratch { cie, fde, rows } = &mut *self.scratch;
+            let (mut n, mut whole) = (0usize, true);
+            let mut emit = |start: u64, row: &Row| {
+                let off = start.wrapping_sub(entry.initial);
+                match (encode_row(row), rows.get_mut(n)) {
+                    (Some((a, b, c)), Some(slot)) if off < 1 << 24 => {
+                        *slot = [a, b, c | off << 8];
+                        n += 1;
+                    }
+                    _ => whole = false,
+                }
+                Ok(())
+            };
+            let mut mem = ObjectOf {
+                task: &mut *self.task,
+                object: &info.object,
+            };
+            let range = fde_rows(&mut mem, &mut self.budget, entry.fde, cie, fde, &mut emit);
+            let (whole, len) = match range {
+                Ok((begin, end)) => (whole && begin == entry.initial, end - begin),
+                // Longer than the buffer: not kept, its rows parsed one at a time.
+                Err(CfiError::TooLong) => (false, 0),
+                Err(CfiError::NoFde) => return Ok(no_fde),
+                Err(e) => return Err(e),
+            };
+            let kept = rows.get(..n).filter(|_| whole);
+            if self.task.object_settled() {
+                self.task
+                    .table_write(key, &mut |w| ftable::add(w, i, kept, len));
+            }
+            if let Some(kept) = kept {
+                let off = vaddr - entry.initial;
+                if off >= len {
+                    return Ok(no_fde);
+                }
+                let r = kept.iter().rposition(|r| (r[2] >> 8) & 0xff_ffff <= off);
+                let Some(&[a, b, c]) = r.and_then(|r| kept.get(r)) else {
+                    return Err(CfiError::Malformed);
+                };
+                return Ok(Lookup::Kept(
+                    Packed {
+                        a,
+                        b,
+                        c: c & !0xffff_ff00,
+                    },
+                    false,
+                ));
+            }
+        }
+        let mut mem = ObjectOf {
+            task: &mut *self.task,
+            object: &info.object,
+        };
+        match find_in_fde(&mut mem, &mut self.budget, entry.fde, vaddr, self.scratch) {
+            Ok(found) => Ok(Lookup::Row(found, false)),
+            Err(CfiError::NoFde) => Ok(no_fde),
+            Err(e) => Err(e),
+        }
     }
 
     /// Closes the object open for the stack's row misses, if any.
@@ -760,14 +1064,18 @@ impl<T: Task> Unwind<'_, T> {
         let Some(vaddr) = info.object.vaddr(offset) else {
             return Ok((Lookup::NoFde, read));
         };
-        let no_fde = if bp == 0 && vaddr.wrapping_sub(info.object.entry) < ROOT_SPAN {
-            Lookup::Root
-        } else {
-            Lookup::NoFde
-        };
+        let no_fde = no_fde(&info, vaddr, bp);
         let Some(hdr) = info.hdr else {
             return Ok((no_fde, read));
         };
+        match self.indexed(key, &info, &hdr, vaddr)? {
+            Indexed::Fde(i, entry, keep) => {
+                let lookup = self.parse_fde(key, &info, (i, entry, keep), vaddr, no_fde)?;
+                return Ok((lookup, read));
+            }
+            Indexed::NoFde => return Ok((no_fde, read)),
+            Indexed::Untabled => {}
+        }
         let mut mem = ObjectOf {
             task: &mut *self.task,
             object: &info.object,
@@ -851,6 +1159,13 @@ impl<T: Task> Unwind<'_, T> {
                 let step = apply(self.task, &mut self.budget, &found.row, regs)?;
                 Ok(take(step, regs, exact))
             }
+            Ok(Lookup::Kept(p, settled)) => {
+                if settled {
+                    self.caches.rows.put_packed(seen.key, offset, p);
+                }
+                self.counts.cfi += 1;
+                apply_packed(self.task, &mut self.budget, p, regs, exact)
+            }
             Ok(Lookup::Root) => Ok(Next::Outermost),
             Ok(Lookup::NoFde) => self.fp(regs, exact),
             Err(CfiError::Read) => {
@@ -862,6 +1177,34 @@ impl<T: Task> Unwind<'_, T> {
             Err(e) => Err(e),
         }
     }
+}
+
+/// The row a stack's unwind uses at `pc` in the mapping `region` (with a key) when the
+/// row cache has none: from the file's table, else parsed from the file (and kept in its
+/// table); `None` where no FDE covers `pc`. For the tests that compare it with an oracle.
+pub fn row_at<T: Task>(
+    task: &mut T,
+    caches: &Caches,
+    scratch: &mut Scratch,
+    region: &Region,
+    pc: u64,
+) -> Result<Option<Row>, CfiError> {
+    let mut u = Unwind::new(task, caches, scratch);
+    let seen = Seen {
+        start: region.start,
+        end: region.end,
+        offset: region.offset,
+        key: region.key.unwrap_or(0),
+    };
+    let offset = (pc - seen.start).wrapping_add(seen.offset);
+    let row = match u.lookup(&seen, pc, offset, 1) {
+        Ok(Lookup::Row(found, _)) => Ok(Some(found.row)),
+        Ok(Lookup::Kept(p, _)) => Ok(decode_row(p.a, p.b, p.c)),
+        Ok(Lookup::NoFde | Lookup::Root) => Ok(None),
+        Err(e) => Err(e),
+    };
+    u.close();
+    row
 }
 
 /// Unwinds the stack whose innermost frame has the registers `regs` into `ips` (at most
@@ -876,19 +1219,7 @@ pub fn unwind<T: Task>(
     scratch: &mut Scratch,
     ips: &mut [u64],
 ) -> (usize, End, Counts) {
-    let mut u = Unwind {
-        task,
-        caches,
-        scratch,
-        budget: Budget::DEFAULT,
-        last: Seen::default(),
-        memo: [Seen::default(); MEMO],
-        last_row: (0, 0, Packed { a: 0, b: 0, c: 0 }),
-        last_pc: u64::MAX,
-        next: 0,
-        open: 0,
-        counts: Counts::default(),
-    };
+    let mut u = Unwind::new(task, caches, scratch);
     let mut regs = regs;
     let mut exact = true;
     let mut n = 0;

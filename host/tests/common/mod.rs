@@ -31,6 +31,14 @@ impl<'a> ElfMemory<'a> {
         ElfMemory { data, segments }
     }
 
+    /// The file offset of the byte at `vaddr`, if a segment maps it.
+    pub fn file_offset(&self, vaddr: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|&&(va, _, size)| va <= vaddr && vaddr < va + size)
+            .map(|&(va, off, _)| off + vaddr - va)
+    }
+
     /// The address of the segment at file offset 0: where the ELF header is mapped.
     pub fn first_load(&self) -> u64 {
         self.segments

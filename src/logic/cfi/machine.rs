@@ -116,8 +116,11 @@ pub struct Found {
     pub end: u64,
 }
 
+/// Where [`all_rows`] hands each row: its first address and the row.
+pub type Emit<'e> = &'e mut dyn FnMut(u64, &Row) -> Result<(), CfiError>;
+
 /// The state while instructions run.
-struct Machine<'c> {
+struct Machine<'c, 'e> {
     cie: &'c Cie,
     row: Row,
     initial: Row,
@@ -129,6 +132,9 @@ struct Machine<'c> {
     target: u64,
     /// Where the current row ends, once an advance past the target is seen.
     end: Option<u64>,
+    /// With [`all_rows`]: where each row goes when the location moves past it (there is
+    /// no target then).
+    emit: Option<Emit<'e>>,
 }
 
 fn reg_u8(reg: u64) -> Result<u8, CfiError> {
@@ -139,7 +145,7 @@ fn off_i32(off: i64) -> Result<i32, CfiError> {
     i32::try_from(off).map_err(|_| CfiError::Unsupported)
 }
 
-impl Machine<'_> {
+impl Machine<'_, '_> {
     /// `n` times the data alignment factor.
     fn factored(&self, n: i64) -> Result<i64, CfiError> {
         n.checked_mul(self.cie.data_align)
@@ -197,7 +203,12 @@ impl Machine<'_> {
         if loc < self.loc {
             return Err(CfiError::Malformed);
         }
-        if loc > self.target {
+        if let Some(emit) = self.emit.as_mut() {
+            if loc > self.loc {
+                emit(self.loc, &self.row)?;
+            }
+            self.loc = loc;
+        } else if loc > self.target {
             self.end = Some(loc);
         } else {
             self.loc = loc;
@@ -451,7 +462,7 @@ pub struct Program<'a> {
     pub pc_end: u64,
 }
 
-impl<'c> Machine<'c> {
+impl<'c, 'e> Machine<'c, 'e> {
     /// A machine for `program` looking up `pc`, which must lie in the FDE's range.
     fn new(program: &Program<'c>, pc: u64) -> Result<Self, CfiError> {
         if !(program.pc_begin <= pc && pc < program.pc_end) {
@@ -471,6 +482,7 @@ impl<'c> Machine<'c> {
             loc: program.pc_begin,
             target: pc,
             end: None,
+            emit: None,
         })
     }
 
@@ -502,6 +514,44 @@ pub fn find_row(program: &Program<'_>, pc: u64, budget: &mut Budget) -> Result<F
         budget,
     )?;
     Ok(m.found(program))
+}
+
+/// Every row of `program`, in order, handed to `emit` with its first address: one run of
+/// its instructions (the rows of a location the instructions advance by zero are not
+/// handed, nor rows from `program.pc_end` on, which cover nothing). A row ends where the
+/// next starts, the last at `pc_end`.
+pub fn all_rows(
+    program: &Program<'_>,
+    budget: &mut Budget,
+    emit: Emit<'_>,
+) -> Result<(), CfiError> {
+    let mut m = Machine::new(program, program.pc_begin)?;
+    m.run(
+        program.cie_insns,
+        program.cie_insns_addr,
+        true,
+        false,
+        budget,
+    )?;
+    m.initial = m.row;
+    let end = program.pc_end;
+    let mut within = |start: u64, row: &Row| match start < end {
+        true => emit(start, row),
+        false => Ok(()),
+    };
+    m.emit = Some(&mut within);
+    m.run(
+        program.fde_insns,
+        program.fde_insns_addr,
+        false,
+        false,
+        budget,
+    )?;
+    let (loc, row) = (m.loc, m.row);
+    match m.emit {
+        Some(emit) => emit(loc, &row),
+        None => Ok(()),
+    }
 }
 
 /// [`find_row`] for an FDE whose `insns_len` bytes of instructions, at

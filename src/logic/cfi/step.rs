@@ -24,9 +24,11 @@ use super::expr::eval;
 use super::expr::ExprRegs;
 use super::fde::cie_addr;
 use super::fde::parse_fde;
+use super::machine::all_rows;
 use super::machine::find_row;
 use super::machine::find_row_streamed;
 use super::machine::Cfa;
+use super::machine::Emit;
 use super::machine::Found;
 use super::machine::Program;
 use super::machine::Row;
@@ -47,6 +49,9 @@ pub const CIE_MAX: usize = 256;
 /// libstdc++ under 800. A longer one (GCC's `cc1` has one of 20 KiB) is read a buffer at a
 /// time, as far as the row looked up needs.
 pub const FDE_MAX: usize = 4096;
+/// Rows of one FDE that [`Scratch`] holds: an FDE with more is not kept whole (see
+/// [`crate::logic::ftable`]).
+pub const ROWS_MAX: usize = crate::logic::ftable::FDE_ROWS_MAX;
 
 /// Where a lookup copies the CIE and the FDE.
 #[derive(Clone, Debug)]
@@ -55,6 +60,8 @@ pub struct Scratch {
     pub cie: [u8; CIE_MAX],
     /// The FDE buffer.
     pub fde: [u8; FDE_MAX],
+    /// An FDE's rows, as a file's table keeps them.
+    pub rows: [[u64; 3]; ROWS_MAX],
 }
 
 impl Scratch {
@@ -63,6 +70,7 @@ impl Scratch {
         Scratch {
             cie: [0; CIE_MAX],
             fde: [0; FDE_MAX],
+            rows: [[0; 3]; ROWS_MAX],
         }
     }
 }
@@ -147,6 +155,39 @@ pub fn find_in_fde<M: Memory + ?Sized>(
         mem,
         &mut scratch.fde,
     )
+}
+
+/// Every row of the FDE at `fde_addr`, handed to `emit` ([`all_rows`]), its CIE and FDE
+/// copied into `cie` and `fde`; its range. An FDE longer than `fde`:
+/// [`CfiError::TooLong`] (the rows of such an FDE are looked up one at a time, by
+/// [`find_in_fde`]).
+pub fn fde_rows<M: Memory + ?Sized>(
+    mem: &mut M,
+    budget: &mut Budget,
+    fde_addr: u64,
+    cie: &mut [u8; CIE_MAX],
+    fde: &mut [u8; FDE_MAX],
+    emit: Emit<'_>,
+) -> Result<(u64, u64), CfiError> {
+    let fde_raw = load_entry_head(mem, budget, fde_addr, fde)?;
+    if fde_raw.body.len() != fde_raw.len {
+        return Err(CfiError::TooLong);
+    }
+    let cie_raw = load_entry(mem, budget, cie_addr(&fde_raw)?, cie)?;
+    let cie = parse_cie(&cie_raw)?;
+    let parsed = parse_fde(&fde_raw, &cie)?;
+    let at = |base: u64, start: usize| base.wrapping_add(start as u64);
+    let program = Program {
+        cie: &cie,
+        cie_insns: cie.insns(&cie_raw)?,
+        cie_insns_addr: at(cie_raw.body_addr, cie.insns_start),
+        fde_insns: parsed.insns(&fde_raw)?,
+        fde_insns_addr: at(fde_raw.body_addr, parsed.insns_start),
+        pc_begin: parsed.pc_begin,
+        pc_end: parsed.pc_end,
+    };
+    all_rows(&program, budget, emit)?;
+    Ok((parsed.pc_begin, parsed.pc_end))
 }
 
 /// The row in force at `pc`, through the `.eh_frame_hdr` table `hdr`.

@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A file's table: what the unwinder keeps of one object's `.eh_frame` for every process
+//! that maps it, in memory allocated for it in the deferred callback (task context) the
+//! first time one of its rows misses the row cache, and grown as its functions are seen.
+//!
+//! It is one array of words, laid out here so that the kernel glue only allocates, copies
+//! and publishes it:
+//!
+//! | words | what |
+//! |---|---|
+//! | 1 | [`MAGIC`] and the number of FDEs `count` |
+//! | 1 | row capacity `cap` |
+//! | 1 | rows used |
+//! | [`INFO_WORDS`] | the object's segments, entry point and `.eh_frame_hdr` |
+//! | `count` | the search table, sorted: an FDE's first address (low half) and its address (high half), the object's own link-time addresses |
+//! | `count` | per FDE: 0 until its rows are kept; then its first row, its number of rows and the length it covers |
+//! | 3 × `cap` | rows, an FDE's consecutive, each the row cache's three words with its first address (from the FDE's) in the third's bits 8-31 |
+//!
+//! The search table is a copy of the `.eh_frame_hdr`'s, read once when the table is made:
+//! a lookup bisects it in memory instead of reading the file at each probe. An FDE's rows
+//! are all kept the first time one of them is needed: its program runs once, and every
+//! later lookup in the function is a bisection of its rows.
+//!
+//! Readers take no lock: the search table is written before the table is published, and
+//! an FDE's rows before its word, which is stored with release and loaded with acquire.
+//! Writers (adding an FDE's rows, growing the table) are serialised by the glue, which
+//! grows a table by copying it into a larger one that replaces it: a reader holding the
+//! old one sees fewer FDEs, and parses the others again.
+
+#![forbid(unsafe_code)]
+
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering;
+
+use super::cfi::table::Entry;
+
+/// Words of the object's description (see [`super::unwinder`]'s table cache slot, less its
+/// key).
+pub const INFO_WORDS: usize = super::unwinder::INFO_WORDS;
+/// Words before the search table.
+const HEAD: usize = 3 + INFO_WORDS;
+/// The first word's high half.
+pub const MAGIC: u64 = 0x7575_7462;
+/// An FDE's rows kept at most (more: parsed each time, never kept).
+pub const FDE_ROWS_MAX: usize = 512;
+/// Rows a new table has room for.
+pub const FIRST_ROWS: usize = 256;
+/// An FDE word for an FDE whose rows cannot be kept: a row with an expression, more than
+/// [`FDE_ROWS_MAX`] rows, a range of 16 MiB or more.
+const UNKEPT: u64 = u64::MAX;
+
+/// The words a table of `count` FDEs and room for `cap` rows takes.
+pub fn words(count: usize, cap: usize) -> Option<usize> {
+    count
+        .checked_mul(2)?
+        .checked_add(cap.checked_mul(3)?)?
+        .checked_add(HEAD)
+}
+
+/// What an FDE's word says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rows {
+    /// Not kept yet.
+    Unseen,
+    /// Not to be kept: parse it each time.
+    Unkept,
+    /// Kept: `n` rows from row `first`, covering `len` bytes from the FDE's first address.
+    Kept { first: usize, n: usize, len: u64 },
+}
+
+/// A table's words, read.
+#[derive(Clone, Copy)]
+pub struct View<'w> {
+    w: &'w [AtomicU64],
+    count: usize,
+    cap: usize,
+}
+
+impl<'w> View<'w> {
+    /// The table in `w`, if its head is one.
+    pub fn new(w: &'w [AtomicU64]) -> Option<View<'w>> {
+        let first = w.first()?.load(Ordering::Relaxed);
+        if first >> 32 != MAGIC {
+            return None;
+        }
+        let count = first as u32 as usize;
+        let cap = usize::try_from(w.get(1)?.load(Ordering::Relaxed)).ok()?;
+        if w.len() < words(count, cap)? {
+            return None;
+        }
+        Some(View { w, count, cap })
+    }
+
+    fn word(&self, i: usize) -> u64 {
+        self.w.get(i).map_or(0, |w| w.load(Ordering::Relaxed))
+    }
+
+    /// The object's description.
+    pub fn info(&self) -> [u64; INFO_WORDS] {
+        let mut info = [0; INFO_WORDS];
+        for (i, v) in info.iter_mut().enumerate() {
+            *v = self.word(3 + i);
+        }
+        info
+    }
+
+    /// FDEs in the search table.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Rows used.
+    pub fn used(&self) -> usize {
+        self.word(2) as usize
+    }
+
+    /// The search table's entry `i`.
+    pub fn entry(&self, i: usize) -> Entry {
+        let e = self.word(HEAD + i);
+        Entry {
+            initial: e & 0xffff_ffff,
+            fde: e >> 32,
+        }
+    }
+
+    /// The index of the FDE with the greatest first address at or below `vaddr`: the only
+    /// one that can cover it.
+    pub fn search(&self, vaddr: u64) -> Option<usize> {
+        let vaddr = u32::try_from(vaddr).ok()?;
+        let (mut lo, mut hi) = (0, self.count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.word(HEAD + mid) as u32 <= vaddr {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo.checked_sub(1)
+    }
+
+    /// What FDE `i`'s word says.
+    pub fn rows(&self, i: usize) -> Rows {
+        if i >= self.count {
+            return Rows::Unkept;
+        }
+        let Some(w) = self.w.get(HEAD + self.count + i) else {
+            return Rows::Unkept;
+        };
+        match w.load(Ordering::Acquire) {
+            0 => Rows::Unseen,
+            UNKEPT => Rows::Unkept,
+            v => Rows::Kept {
+                first: (v & 0x0fff_ffff) as usize,
+                n: ((v >> 28) & 0xfff) as usize,
+                len: v >> 40,
+            },
+        }
+    }
+
+    /// The three words of the row in force `off` bytes into an FDE whose rows `rows` says
+    /// are kept (the third without the row's first address); `None` when `off` is past
+    /// the FDE's range.
+    pub fn row(&self, rows: Rows, off: u64) -> Option<[u64; 3]> {
+        let Rows::Kept { first, n, len } = rows else {
+            return None;
+        };
+        if off >= len || n == 0 || first.checked_add(n)? > self.cap {
+            return None;
+        }
+        let at = |r: usize| HEAD + 2 * self.count + 3 * (first + r);
+        let start = |r: usize| (self.word(at(r) + 2) >> 8) & 0xff_ffff;
+        // The last row starting at or below `off`; the first starts at 0.
+        let (mut lo, mut hi) = (1, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if start(mid) <= off {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let r = at(lo - 1);
+        Some([
+            self.word(r),
+            self.word(r + 1),
+            self.word(r + 2) & !0xffff_ff00,
+        ])
+    }
+}
+
+/// Writes the head of a new table into `w` (zeroed, [`words`]`(count, cap)` long): `count`
+/// FDEs, room for `cap` rows, the object's description `info`.
+pub fn init(w: &[AtomicU64], count: usize, cap: usize, info: &[u64; INFO_WORDS]) -> Option<()> {
+    if w.len() < words(count, cap)? {
+        return None;
+    }
+    let count32 = u32::try_from(count).ok()?;
+    w.first()?
+        .store(MAGIC << 32 | u64::from(count32), Ordering::Relaxed);
+    w.get(1)?.store(cap as u64, Ordering::Relaxed);
+    w.get(2)?.store(0, Ordering::Relaxed);
+    for (i, v) in info.iter().enumerate() {
+        w.get(3 + i)?.store(*v, Ordering::Relaxed);
+    }
+    Some(())
+}
+
+/// Sets entry `i` of the search table of the new table `w`; `None` when an address does
+/// not fit in 32 bits (the table is not kept).
+pub fn set_entry(w: &[AtomicU64], i: usize, e: Entry) -> Option<()> {
+    let initial = u32::try_from(e.initial).ok()?;
+    let fde = u32::try_from(e.fde).ok()?;
+    w.get(HEAD + i)?
+        .store(u64::from(initial) | u64::from(fde) << 32, Ordering::Relaxed);
+    Some(())
+}
+
+/// Whether the search table of `view` is sorted, as a bisection needs (checked once, before
+/// the table is published).
+pub fn sorted(view: &View<'_>) -> bool {
+    (1..view.count).all(|i| view.entry(i - 1).initial <= view.entry(i).initial)
+}
+
+/// Why an FDE's rows were not added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Add {
+    /// The table needs this many words (copy it into a table that large, then add).
+    Room(usize),
+    /// The FDE's rows are there already, or the table is not one.
+    Done,
+}
+
+/// Adds FDE `i`'s rows `rows` (row words with their first address in the third's bits
+/// 8-31), covering `len` bytes, to the table `w`, or marks it [`Rows::Unkept`] when
+/// `rows` is `None`. The caller holds the writers' lock.
+pub fn add(w: &[AtomicU64], i: usize, rows: Option<&[[u64; 3]]>, len: u64) -> Result<(), Add> {
+    let view = View::new(w).ok_or(Add::Done)?;
+    if view.rows(i) != Rows::Unseen {
+        return Err(Add::Done);
+    }
+    let slot = w.get(HEAD + view.count + i).ok_or(Add::Done)?;
+    let Some(rows) = rows.filter(|r| !r.is_empty() && r.len() <= FDE_ROWS_MAX && len < 1 << 24)
+    else {
+        slot.store(UNKEPT, Ordering::Release);
+        return Ok(());
+    };
+    let used = view.used();
+    let end = used.checked_add(rows.len()).ok_or(Add::Done)?;
+    if end > view.cap {
+        let cap = end.max(view.cap.saturating_mul(2));
+        return Err(Add::Room(words(view.count, cap).ok_or(Add::Done)?));
+    }
+    if end > 0x0fff_ffff {
+        slot.store(UNKEPT, Ordering::Release);
+        return Ok(());
+    }
+    let base = HEAD + 2 * view.count + 3 * used;
+    for (k, row) in rows.iter().enumerate() {
+        for (j, v) in row.iter().enumerate() {
+            w.get(base + 3 * k + j)
+                .ok_or(Add::Done)?
+                .store(*v, Ordering::Relaxed);
+        }
+    }
+    w.get(2)
+        .ok_or(Add::Done)?
+        .store(end as u64, Ordering::Relaxed);
+    slot.store(
+        used as u64 | (rows.len() as u64) << 28 | len << 40,
+        Ordering::Release,
+    );
+    Ok(())
+}
+
+/// Copies the table `old` into the larger `new` (zeroed, `new.len()` words), with as much
+/// room for rows as `new` has. The caller holds the writers' lock.
+pub fn grow(old: &[AtomicU64], new: &[AtomicU64]) -> Option<()> {
+    let view = View::new(old)?;
+    let rows = |w: usize| w.checked_sub(HEAD + 2 * view.count).map(|r| r / 3);
+    let cap = rows(new.len())?;
+    if cap < view.used() {
+        return None;
+    }
+    let keep = HEAD + 2 * view.count + 3 * view.used();
+    for (n, o) in new.iter().zip(old.iter()).take(keep) {
+        n.store(o.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+    new.get(1)?.store(cap as u64, Ordering::Relaxed);
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(count: usize, cap: usize) -> [AtomicU64; 64] {
+        let w = [const { AtomicU64::new(0) }; 64];
+        init(&w, count, cap, &[7; INFO_WORDS]).unwrap();
+        w
+    }
+
+    fn row(start: u64, tag: u64) -> [u64; 3] {
+        [tag, tag + 1, start << 8 | 3]
+    }
+
+    #[test]
+    fn searches_and_finds_rows() {
+        let w = table(3, 4);
+        for (i, initial) in [0x1000u64, 0x1100, 0x2000].into_iter().enumerate() {
+            set_entry(
+                &w,
+                i,
+                Entry {
+                    initial,
+                    fde: 0x9000 + i as u64,
+                },
+            )
+            .unwrap();
+        }
+        let v = View::new(&w).unwrap();
+        assert!(sorted(&v));
+        assert_eq!(v.info(), [7; INFO_WORDS]);
+        assert_eq!(v.search(0xfff), None);
+        assert_eq!(v.search(0x10ff), Some(0));
+        assert_eq!(v.search(0x1100), Some(1));
+        assert_eq!(v.search(u64::from(u32::MAX) + 1), None);
+        assert_eq!(v.entry(2).fde, 0x9002);
+        assert_eq!(v.rows(1), Rows::Unseen);
+        add(&w, 1, Some(&[row(0, 10), row(4, 20), row(9, 30)]), 0x40).unwrap();
+        assert_eq!(add(&w, 1, Some(&[row(0, 1)]), 1), Err(Add::Done));
+        let v = View::new(&w).unwrap();
+        let r = v.rows(1);
+        assert_eq!(
+            r,
+            Rows::Kept {
+                first: 0,
+                n: 3,
+                len: 0x40
+            }
+        );
+        assert_eq!(v.row(r, 0), Some([10, 11, 3]));
+        assert_eq!(v.row(r, 3), Some([10, 11, 3]));
+        assert_eq!(v.row(r, 4), Some([20, 21, 3]));
+        assert_eq!(v.row(r, 0x3f), Some([30, 31, 3]));
+        assert_eq!(v.row(r, 0x40), None);
+        // Full: room asked, then the copy takes it.
+        assert_eq!(
+            add(&w, 0, Some(&[row(0, 1), row(1, 2)]), 8),
+            Err(Add::Room(words(3, 8).unwrap()))
+        );
+        let big = [const { AtomicU64::new(0) }; 64];
+        grow(&w, &big[..words(3, 8).unwrap()]).unwrap();
+        add(&big, 0, Some(&[row(0, 1), row(1, 2)]), 8).unwrap();
+        let v = View::new(&big).unwrap();
+        assert_eq!(v.row(v.rows(1), 5), Some([20, 21, 3]));
+        assert_eq!(v.row(v.rows(0), 1), Some([2, 3, 3]));
+        add(&big, 2, None, 8).unwrap();
+        assert_eq!(View::new(&big).unwrap().rows(2), Rows::Unkept);
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_table() {
+        let w = [const { AtomicU64::new(0) }; 8];
+        assert!(View::new(&w).is_none());
+        assert!(init(&w, 3, 4, &[0; INFO_WORDS]).is_none());
+        let w = table(2, 2);
+        assert!(set_entry(
+            &w,
+            0,
+            Entry {
+                initial: 1 << 32,
+                fde: 0
+            }
+        )
+        .is_none());
+        set_entry(&w, 0, Entry { initial: 9, fde: 0 }).unwrap();
+        set_entry(&w, 1, Entry { initial: 8, fde: 0 }).unwrap();
+        assert!(!sorted(&View::new(&w).unwrap()));
+        // A count past the words is not a table.
+        w[0].store(MAGIC << 32 | 1000, Ordering::Relaxed);
+        assert!(View::new(&w).is_none());
+    }
+}
