@@ -119,6 +119,19 @@ int uu_unwind_object_read(struct uu_object *o, u64 offset, void *buf, size_t len
 bool uu_unwind_object_settled(struct uu_object *o);
 void uu_unwind_object_close(struct uu_object *o);
 
+/* src/tables.c: the files' tables (src/logic/ftable.rs). */
+struct uu_table;
+struct uu_table *uu_table_get(u64 key, u64 **words, size_t *nwords);
+void uu_table_put(struct uu_table *t);
+struct uu_table *uu_table_alloc(size_t nwords, u64 **words);
+bool uu_table_publish(struct uu_table *t, u64 key);
+void uu_table_replace(struct uu_table *old, struct uu_table *new);
+void uu_tables_write_lock(void);
+void uu_tables_write_unlock(void);
+void uu_tables_memory(unsigned long *bytes, unsigned long *count);
+int uu_tables_init(void);
+void uu_tables_exit(void);
+
 /* src/option.c: options/userstacktrace_delay. Task context. */
 int uu_option_init(bool enable);
 void uu_option_exit(void);
@@ -157,6 +170,10 @@ enum uu_stat {
 	UU_STAT_MEMO_EXPIRED,		/* mapping memos older than their bound: not used */
 	UU_STAT_UNWIND_READS_REFUSED,	/* reads refused: not ordinary memory (VM_IO, PFNMAP) */
 	UU_STAT_UNWIND_TABLES_UNSTABLE,	/* tables read while their file was written: not cached */
+	UU_STAT_UNWIND_ROWS_PARSED,	/* row misses that ran an FDE's program (first sights) */
+	UU_STAT_UNWIND_TABLES_MADE,	/* files' tables made */
+	UU_STAT_UNWIND_TABLES_DROPPED,	/* files' tables dropped for memory (idle ones only) */
+	UU_STAT_UNWIND_TABLES_REFUSED,	/* files' tables not made or grown: table_kib, no memory */
 	UU_STAT_NR
 };
 

@@ -24,10 +24,9 @@ depths=${*:-8 32 128}
 KDIR=prod "$ROOT/scripts/build-module.sh"
 perf=$("$ROOT/scripts/build-perf.sh")
 build_test_programs
-make -s -C "$ROOT/tests/prog" OUT="$PROG" "$PROG/uu_bench_cold" || die "building uu_bench_cold failed"
-# perf and the libraries it links (those trace-cmd brought are already there), and the
-# first-sight workload: in this guest only.
-adds=(--add "$perf:/usr/bin/perf" --add "$PROG/uu_bench_cold:/usr/bin/uu_bench_cold")
+# perf and the libraries it links (those trace-cmd brought are already there): in this
+# guest only.
+adds=(--add "$perf:/usr/bin/perf")
 for lib in $(ldd "$perf" | grep -oE '/[^ ]+'); do
 	adds+=(--add "$(readlink -f "$lib"):$lib")
 done

@@ -16,7 +16,7 @@
 # that ran. tests/guest/bigprog.sh runs the programs in one guest, each with the module
 # freshly loaded; tests/bigprog.py prints for each its stacks, the share rooted at _start,
 # their depth, the module's counters before and after, the distinct (file, offset) frame
-# addresses of the trace, row misses per distinct address, and the module's memory.
+# addresses of the trace, rows parsed per distinct address, and the module's memory.
 # Targets are marked PASS or MISS; the exit status is non-zero only when the run itself
 # failed. About 3 minutes of guest time under TCG on the debug kernel.
 #

@@ -44,6 +44,7 @@ copy_with_libs "$PROG/uu_nofp_np2" /usr/bin/uu_nofp_np2
 copy_with_libs "$PROG/uu_hostile_cfi" /usr/bin/uu_hostile_cfi
 copy_with_libs "$PROG/uu_bench_nofp" /usr/bin/uu_bench_nofp
 copy_with_libs "$PROG/uu_review" /usr/bin/uu_review
+copy_with_libs "$PROG/uu_bench_cold" /usr/bin/uu_bench_cold
 install -m 0644 "$ROOT/tests/guest/unwind.sh" "$OUT/lib/uu-unwind.sh"
 install -m 0644 "$ROOT/tests/guest/review.sh" "$OUT/lib/uu-review.sh"
 for prog in uu_maps uu_exec uu_perf uu_dlone uu_ab; do

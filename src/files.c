@@ -66,6 +66,7 @@ int uu_files_init(void)
 {
 	int i, ret;
 
+	uu_tables_init();
 	for (i = 0; i < ARRAY_SIZE(uu_reset_probes); i++) {
 		uu_reset_probes[i].maxactive = max(2 * num_possible_cpus(), 16U);
 		uu_reset_probe_ptrs[i] = &uu_reset_probes[i];
@@ -81,6 +82,7 @@ int uu_files_init(void)
 void uu_files_exit(void)
 {
 	uu_vma_memo_exit();
+	uu_tables_exit();
 	if (uu_reset_probed)
 		unregister_kretprobes(uu_reset_probe_ptrs, ARRAY_SIZE(uu_reset_probes));
 	uu_reset_probed = false;

@@ -151,6 +151,10 @@ mod tests {
             (Stat::MemoExpired, c"memo_expired"),
             (Stat::UnwindReadsRefused, c"unwind_reads_refused"),
             (Stat::UnwindTablesUnstable, c"unwind_tables_unstable"),
+            (Stat::UnwindRowsParsed, c"unwind_rows_parsed"),
+            (Stat::UnwindTablesMade, c"unwind_tables_made"),
+            (Stat::UnwindTablesDropped, c"unwind_tables_dropped"),
+            (Stat::UnwindTablesRefused, c"unwind_tables_refused"),
         ] {
             // SAFETY: C returns a static NUL-terminated string for every value.
             let got = unsafe { CStr::from_char_ptr(ffi::uu_stat_name(stat as u32)) };

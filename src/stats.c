@@ -45,6 +45,10 @@ static const char *const uu_stat_names[UU_STAT_NR] = {
 	[UU_STAT_MEMO_EXPIRED] = "memo_expired",
 	[UU_STAT_UNWIND_READS_REFUSED] = "unwind_reads_refused",
 	[UU_STAT_UNWIND_TABLES_UNSTABLE] = "unwind_tables_unstable",
+	[UU_STAT_UNWIND_ROWS_PARSED] = "unwind_rows_parsed",
+	[UU_STAT_UNWIND_TABLES_MADE] = "unwind_tables_made",
+	[UU_STAT_UNWIND_TABLES_DROPPED] = "unwind_tables_dropped",
+	[UU_STAT_UNWIND_TABLES_REFUSED] = "unwind_tables_refused",
 };
 
 void uu_stat_add(enum uu_stat stat, unsigned long n)
@@ -74,10 +78,14 @@ const char *uu_stat_name(u32 stat)
 
 static int uu_stats_show(struct seq_file *m, void *v)
 {
+	unsigned long bytes, tables;
 	int stat;
 
 	for (stat = 0; stat < UU_STAT_NR; stat++)
 		seq_printf(m, "%s: %llu\n", uu_stat_names[stat], uu_stat_read(stat));
+	/* Not counters: what the files' tables take now. */
+	uu_tables_memory(&bytes, &tables);
+	seq_printf(m, "unwind_tables: %lu\nunwind_table_bytes: %lu\n", tables, bytes);
 	return 0;
 }
 

@@ -39,6 +39,14 @@ pub(crate) enum Stat {
     #[cfg_attr(not(CONFIG_KUNIT), allow(dead_code))]
     UnwindReadsRefused = 27,
     UnwindTablesUnstable = 28,
+    UnwindRowsParsed = 29,
+    UnwindTablesMade = 30,
+    // Counted in C; named here for the KUnit check of the names.
+    #[cfg_attr(not(CONFIG_KUNIT), allow(dead_code))]
+    UnwindTablesDropped = 31,
+    // Counted in C; named here for the KUnit check of the names.
+    #[cfg_attr(not(CONFIG_KUNIT), allow(dead_code))]
+    UnwindTablesRefused = 32,
 }
 
 /// The sum of `stat` over all CPUs.

@@ -17,12 +17,15 @@ use crate::ffi;
 use crate::logic::cfi::step::{Regs, Scratch};
 use crate::logic::cfi::{CfiError, Memory};
 use crate::logic::frames::name_cookie;
+use crate::logic::ftable::{self, Add};
 use crate::logic::unwinder::{unwind, Caches, End, Region, Task, MAX_FRAMES};
 use crate::stack::{self, Ip, KnownVma, COOKIES};
 use crate::stats::{self, Stat};
 use crate::Keys;
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::ffi::c_void;
+use core::ptr::null_mut;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::error::code::{EBUSY, EFAULT, EINVAL};
 use kernel::page::PAGE_SHIFT;
 
@@ -121,10 +124,81 @@ struct Current<'k> {
     /// The file mappings looked up, for the translation.
     known: [KnownVma; KNOWN],
     nr_known: usize,
+    /// The files' tables the stack holds, and the next one to let go of for another.
+    held: [Held; HELD],
+    next_held: usize,
+    /// A table being made, not yet published.
+    pending: Held,
 }
 
 /// File mappings a stack hands to the translation, at most.
 const KNOWN: usize = 8;
+/// Files' tables a stack holds at once, at most.
+const HELD: usize = 4;
+
+/// A file's table held (`src/tables.c`): its words stay while it is.
+///
+/// # Invariants
+///
+/// `t` is null, or a table held by this value (from `uu_table_get()` or
+/// `uu_table_alloc()`) whose `n` words are at `words`.
+struct Held {
+    key: u64,
+    t: *mut c_void,
+    words: *mut u64,
+    n: usize,
+}
+
+impl Held {
+    const NONE: Held = Held {
+        key: 0,
+        t: null_mut(),
+        words: null_mut(),
+        n: 0,
+    };
+
+    /// The table of `key`, if the file has one.
+    fn get(key: u64) -> Option<Held> {
+        let (mut words, mut n) = (null_mut(), 0);
+        // SAFETY: `words` and `n` are valid for writes.
+        let t = unsafe { ffi::uu_table_get(key, &mut words, &mut n) };
+        // INVARIANT: `uu_table_get()` handed us this reference to `t`, of `n` words.
+        (!t.is_null()).then_some(Held { key, t, words, n })
+    }
+
+    /// A new table of `n` zeroed words, unless the memory limit refuses it.
+    fn alloc(n: usize) -> Option<Held> {
+        let mut words = null_mut();
+        // SAFETY: `words` is valid for a write.
+        let t = unsafe { ffi::uu_table_alloc(n, &mut words) };
+        // INVARIANT: `uu_table_alloc()` handed us this reference to `t`, of `n` words.
+        (!t.is_null()).then_some(Held {
+            key: 0,
+            t,
+            words,
+            n,
+        })
+    }
+
+    fn words(&self) -> Option<&[AtomicU64]> {
+        if self.t.is_null() {
+            return None;
+        }
+        // SAFETY: By the type invariant the table is held, so its `n` words stay
+        // allocated; they are only accessed atomically (`u64` and `AtomicU64` have the same
+        // layout), by the writers of `src/logic/ftable.rs` and its readers.
+        Some(unsafe { core::slice::from_raw_parts(self.words.cast::<AtomicU64>(), self.n) })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if !self.t.is_null() {
+            // SAFETY: By the type invariant this value holds `t`, and lets go of it once.
+            unsafe { ffi::uu_table_put(self.t) };
+        }
+    }
+}
 /// Ordinary mappings a stack remembers: its stack, and one more.
 const ORDINARY: usize = 2;
 
@@ -346,6 +420,62 @@ impl Task for Current<'_> {
             unsafe { ffi::uu_unwind_object_close(&mut o) }
         }
     }
+
+    fn table(&mut self, key: u64) -> Option<&[AtomicU64]> {
+        let i = match self
+            .held
+            .iter()
+            .position(|h| h.key == key && !h.t.is_null())
+        {
+            Some(i) => i,
+            None => {
+                let held = Held::get(key)?;
+                let i = self.next_held % HELD;
+                self.next_held = self.next_held.wrapping_add(1);
+                *self.held.get_mut(i)? = held;
+                i
+            }
+        };
+        self.held.get(i)?.words()
+    }
+
+    fn table_create(&mut self, words: usize) -> Option<&[AtomicU64]> {
+        self.pending = Held::alloc(words)?;
+        self.pending.words()
+    }
+
+    fn table_pending(&mut self) -> Option<&[AtomicU64]> {
+        self.pending.words()
+    }
+
+    fn table_publish(&mut self, key: u64) {
+        let pending = core::mem::replace(&mut self.pending, Held::NONE);
+        if !pending.t.is_null() {
+            // SAFETY: `pending.t` is a table from `uu_table_alloc()`, held, never published.
+            unsafe { ffi::uu_table_publish(pending.t, key) };
+        }
+    }
+
+    fn table_write(&mut self, key: u64, write: &mut dyn FnMut(&[AtomicU64]) -> Result<(), Add>) {
+        // SAFETY: A plain C function; task context (the callback), and no lock held.
+        unsafe { ffi::uu_tables_write_lock() };
+        if let Some(cur) = Held::get(key) {
+            if let (Some(words), Some(Err(Add::Room(n)))) =
+                (cur.words(), cur.words().map(&mut *write))
+            {
+                if let Some(new) = Held::alloc(n) {
+                    let grown = new.words().and_then(|w| ftable::grow(words, w));
+                    if grown.is_some() && new.words().map(&mut *write) == Some(Ok(())) {
+                        // SAFETY: `cur` is the file's table and `new`, held, its copy;
+                        // the writers' lock is held.
+                        unsafe { ffi::uu_table_replace(cur.t, new.t) };
+                    }
+                }
+            }
+        }
+        // SAFETY: Taken above, by this callback.
+        unsafe { ffi::uu_tables_write_unlock() };
+    }
 }
 
 impl Drop for Current<'_> {
@@ -377,6 +507,9 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         object_block_at: u64::MAX,
         known: [KnownVma::default(); KNOWN],
         nr_known: 0,
+        held: [Held::NONE; HELD],
+        next_held: 0,
+        pending: Held::NONE,
     };
     let start = Regs {
         ip: regs.ip,
@@ -403,6 +536,8 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         (Stat::UnwindCfiErrors, counts.errors),
         (Stat::UnwindTablesUnread, counts.table_unread),
         (Stat::UnwindTablesUnstable, counts.unsettled),
+        (Stat::UnwindRowsParsed, counts.parsed),
+        (Stat::UnwindTablesMade, counts.tables),
         (Stat::UnwindTruncated, end.truncated().into()),
     ] {
         if n != 0 {

@@ -181,6 +181,17 @@ mod ffi {
         ) -> c_int;
         pub(crate) fn uu_unwind_object_settled(o: *mut UuObject) -> bool;
         pub(crate) fn uu_unwind_object_close(o: *mut UuObject);
+        pub(crate) fn uu_table_get(
+            key: u64,
+            words: *mut *mut u64,
+            nwords: *mut usize,
+        ) -> *mut c_void;
+        pub(crate) fn uu_table_put(t: *mut c_void);
+        pub(crate) fn uu_table_alloc(nwords: usize, words: *mut *mut u64) -> *mut c_void;
+        pub(crate) fn uu_table_publish(t: *mut c_void, key: u64) -> bool;
+        pub(crate) fn uu_table_replace(old: *mut c_void, new: *mut c_void);
+        pub(crate) fn uu_tables_write_lock();
+        pub(crate) fn uu_tables_write_unlock();
         pub(crate) fn uu_vma_memo_find(addr: u64, r: *mut UuRegion) -> c_int;
         pub(crate) fn uu_vma_memo_note(vma: *mut c_void, id: *const crate::logic::frames::FileId);
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.

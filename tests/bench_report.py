@@ -18,7 +18,9 @@ import sys
 # Entries of the kernel's user stack event (FTRACE_STACK_ENTRIES): B records this many
 # frames whatever the depth.
 B_FRAMES = 8
-ARMS = {"A", "B", "C", "D", "E", "Ac", "Ec", "P0", "P1", "P2"}
+ARMS = {"A", "B", "C", "D", "E", "Ac", "Ec", "Et", "P0", "P1", "P2"}
+# Issue 24's target: a row parsed at first sight costs at most this many instructions.
+FIRST_SIGHT_TARGET = 2000
 
 
 def fields(line):
@@ -43,6 +45,25 @@ def spread(xs):
 def per_round(rounds, f):
     """f(arms of one round) for every round where it is defined (not None)."""
     return [v for v in (f(a) for a in rounds) if v is not None]
+
+
+def tables_line(rounds, icount):
+    """The files' tables (issue 24): a row at first sight (Ec, each miss parses its FDE)
+    and a row cache miss the tables answer (Et), each per row the run looked up, less the
+    event alone on the same workload (Ac)."""
+    def per_row(k):
+        return per_round(rounds, lambda a: (a[k]["ns"] - a["Ac"]["ns"]) * a[k]["stacks"]
+                         / a[k]["row_misses"] if a[k]["row_misses"] else None)
+    ec, et = per_row("Ec"), per_row("Et")
+    parsed = {k: med([a[k]["parsed"] / max(a[k]["row_misses"], 1) for a in rounds])
+              for k in ("Ec", "Et")}
+    kib = max(a["Et"]["table_bytes"] for a in rounds) / 1024
+    unit = "instructions" if icount else "ns"
+    verdict = (f" (target <= {FIRST_SIGHT_TARGET}: "
+               f"{'met' if med(ec) <= FIRST_SIGHT_TARGET else 'NOT met'})" if icount else "")
+    print(f"  files' tables: a row at first sight (Ec-Ac)/row={med(ec):.0f} {unit}{verdict}, "
+          f"a row from the tables (Et-Ac)/row={med(et):.0f}; misses that parsed: "
+          f"Ec={parsed['Ec']:.2f} Et={parsed['Et']:.3f}; tables after Et={kib:.0f} KiB")
 
 
 def main():
@@ -71,7 +92,7 @@ def main():
         bpf, bpf_b, fc, frames, lost = [], [], [], [], 0
         for a in rounds:
             A, B, C, D = (a[k] for k in "ABCD")
-            for k in ("E", "Ec"):
+            for k in ("E", "Ec", "Et"):
                 lost += a[k]["requests"] - a[k]["stacks"]
             for k in ratio:
                 x, y = k.split("/")
@@ -156,6 +177,7 @@ def main():
               f"E-A={med(e_a):.0f} (Ec-Ac)/(E-A)={med(cold_ratio):.3f} "
               f"({spread(cold_ratio)}) rows parsed/stack: Ec={rows:.1f} E={rows_e:.2f} "
               f"frames(Ec)={fr_ec:.0f} truncated={trunc}")
+        tables_line(rounds, icount)
         if dump:
             print(f"  perf checks: defer_callchain=1 and one deferred record a sample in every "
                   f"P1 run; round 1 dump: samples={dump['dump_samples']} "

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """Host half of the tests of the review's defects (issue 27) and of the unwind caches'
-poisoning (issue 24), tests/guest/review.sh. Ground truth: the call chains of the test
+poisoning and fairness (issue 24), tests/guest/review.sh. Ground truth: the call chains of the test
 programs (tests/prog/uu_review.c, tests/prog/uu_nofp.c) and the binaries' own symbols
 (libc's and ld.so's from libc6-dbg), through tests/unwind.py's helpers.
 
@@ -239,6 +239,39 @@ def check_poison(check_fn, s, parse_trace, values, prog, cache):
              f"{len(complete)} of {len(complete) + len(wrong)} complete, wrong: {wrong[:2]}")
 
 
+def check_churn(check_fn, s, parse_trace, values, prog, cache):
+    """Issue 24: a process making new file identities and thousands of rows under a low
+    table memory limit, beside an honest program: the honest program's tables stay, so
+    after the churn its stacks parse no row, though they miss the row cache."""
+    v = values(s.get("REVIEW_CHURN", []))
+    before = stats(s.get("REVIEW_CHURN_BEFORE", []))
+    during = stats(s.get("REVIEW_CHURN_DURING", []))
+    after = stats(s.get("REVIEW_CHURN_AFTER", []))
+
+    def grown(a, b, name):
+        return b.get(name, 0) - a.get(name, 0)
+    made = grown(before, during, "unwind_tables_made")
+    pressed = (grown(before, during, "unwind_tables_dropped")
+               + grown(before, during, "unwind_tables_refused"))
+    check_fn("review: churn: six runs of a churner, each under a new identity, made tables "
+             "until the 1 MiB limit dropped or refused some",
+             v.get("churn_runs") == "6" and made >= 6 and pressed >= 1,
+             f"{v}, tables made {made}, dropped or refused {pressed}")
+    events = parse_trace(s.get("REVIEW_CHURN_HONEST", []))
+    complete, wrong = exact(events, "uu_nofp", [CHAINS["UNWIND_CHAIN"]], prog, cache)
+    misses = grown(during, after, "unwind_row_misses")
+    parsed = grown(during, after, "unwind_rows_parsed")
+    check_fn("review: churn: after it, the honest program's 40 stacks are complete, miss "
+             "the row cache the churn filled, and parse no row (its files' tables stayed)",
+             len(complete) == HONEST_CALLS and not wrong and misses >= 1 and parsed == 0,
+             f"{len(complete)} complete, wrong {wrong[:2]}, row misses {misses}, rows "
+             f"parsed {parsed}")
+    v = values(s.get("REVIEW_CHURN_PARAM", []))
+    check_fn("review: churn: a bad write to table_kib fails and changes nothing",
+             v.get("bad_status") not in (None, "0") and v.get("value") == v.get("kib"),
+             str(v))
+
+
 def check_uffd(check_fn, s, parse_trace, values, prog, cache):
     """1: the stack in memory registered with userfaultfd and never served: the system call
     returns, its stack cut short, the others' stacks complete; rmmod is bounded."""
@@ -289,7 +322,8 @@ def check(s, prog, check_fn=None, parse_trace=None, values=None):
     v = values(s.get("REVIEW_LOAD", []))
     check_fn("review: the module loads with the .eh_frame unwinder",
              v.get("insmod_status") == "0" and v.get("unwinder") == "eh_frame", str(v))
-    for fn in (check_loader, check_memo, check_devmem, check_exec, check_poison, check_uffd):
+    for fn in (check_loader, check_memo, check_devmem, check_exec, check_poison, check_churn,
+               check_uffd):
         fn(check_fn, s, parse_trace, values, prog, cache)
 
 

@@ -65,8 +65,15 @@ pub enum Rows {
     Unseen,
     /// Not to be kept: parse it each time.
     Unkept,
-    /// Kept: `n` rows from row `first`, covering `len` bytes from the FDE's first address.
-    Kept { first: usize, n: usize, len: u64 },
+    /// Kept.
+    Kept {
+        /// Its first row.
+        first: usize,
+        /// Its rows.
+        n: usize,
+        /// The bytes it covers from its first address.
+        len: u64,
+    },
 }
 
 /// A table's words, read.

@@ -22,15 +22,22 @@
 //! was read while the file was being written is used for that frame and not kept
 //! ([`Task::object_settled`]).
 //!
+//! - [`RowCache`], the hot path: per (file, file offset of the address looked up), the row
+//!   in force there: [`ROW_SLOTS`] slots of 48 bytes, [`WAYS`]-way set-associative (a file
+//!   cookie is a keyed hash, so which rows collide changes with every load of the module).
+//!   Only rows without DWARF expressions are kept (a PLT entry's or a signal trampoline's
+//!   row is parsed each time).
+//! - The files' tables ([`super::ftable`], through [`Task::table`]), behind it: per file,
+//!   a copy of its `.eh_frame_hdr` search table and every row of each FDE a stack needed
+//!   so far, in memory the task's side allocates in the callback and bounds. A row cache
+//!   miss bisects them in memory; only an FDE no stack needed before is read from the file
+//!   and parsed (all its rows at once, in one run of its program).
 //! - [`TableCache`]: per file, its segments, entry point and `.eh_frame_hdr` (or that it
-//!   has none): [`TABLE_SLOTS`] slots of 208 bytes.
-//! - [`RowCache`]: per (file, file offset of the address looked up), the row in force
-//!   there: [`ROW_SLOTS`] slots of 48 bytes, [`WAYS`]-way set-associative (a file cookie is
-//!   a keyed hash, so which rows collide changes with every load of the module). Only rows without DWARF
-//!   expressions are kept (a PLT entry's or a signal trampoline's row is parsed each time).
+//!   has none): [`TABLE_SLOTS`] slots of 208 bytes, for the files without a table.
 //!
-//! Each slot is a sequence lock over atomics: a writer that finds the slot being written
-//! skips it, a reader that sees it change misses. No lock, no allocation, any context.
+//! Each slot of the two static caches is a sequence lock over atomics: a writer that finds
+//! the slot being written skips it, a reader that sees it change misses. No lock, no
+//! allocation, any context.
 
 #![forbid(unsafe_code)]
 
@@ -1054,7 +1061,11 @@ impl<'a, T: Task> Unwind<'a, T> {
         offset: u64,
         bp: u64,
     ) -> Result<(Lookup, Option<TableInfo>), CfiError> {
-        let (info, read) = match self.caches.tables.get(key) {
+        let known = self.caches.tables.get(key).or_else(|| {
+            let view = View::new(self.task.table(key)?)?;
+            info_of(&view.info())
+        });
+        let (info, read) = match known {
             Some(info) => (info, None),
             None => {
                 let info = self.read_table()?;
@@ -1076,6 +1087,8 @@ impl<'a, T: Task> Unwind<'a, T> {
             Indexed::NoFde => return Ok((no_fde, read)),
             Indexed::Untabled => {}
         }
+        // No table: the `.eh_frame_hdr` bisected in the file.
+        self.counts.parsed += 1;
         let mut mem = ObjectOf {
             task: &mut *self.task,
             object: &info.object,

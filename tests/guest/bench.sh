@@ -15,7 +15,12 @@
 #       the same workload built without frame pointers, as Debian builds
 #   Ac  the event alone, on uu_bench_cold: every stack through functions no recent stack
 #       went through (more return addresses than the module's row cache holds)
-#   Ec  E on uu_bench_cold: the .eh_frame unwinder at first sight of every row
+#   Ec  E on uu_bench_cold: the .eh_frame unwinder at first sight of every row: the
+#       files' tables dropped before the run and their memory limit (table_kib) set to
+#       what their search tables take, so that they keep no more rows (FIRST_ROWS of
+#       src/logic/ftable.rs, a few hundred of the workload's tens of thousands, excepted)
+#   Et  E on uu_bench_cold with every row kept in the files' tables (a run through all its
+#       functions first): the row cache misses, the tables answer
 #   P0  perf record of the same event and filter: perf's event alone
 #   P1  P0 with perf's deferred user callchains (--call-graph fp,defer --user-callchains)
 #   P2  P0 with --call-graph dwarf --user-callchains (8 KiB of user stack copied into
@@ -31,7 +36,9 @@ shift 2
 DEPTHS=$*
 KO=/lib/modules/user_unwind.ko
 
-ARMS="A B C D E Ac Ec P0 P1 P2"
+ARMS="A B C D E Ac Ec Et P0 P1 P2"
+TK=/sys/module/user_unwind/parameters/table_kib
+KIB0=$(cat $TK)
 insmod $KO || exit 1
 echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
 echo 65536 >$T/buffer_size_kb
@@ -52,7 +59,12 @@ arm_on() {
 	   echo 0 >$T/events/user_unwind/file_cache/enable ;;
 	D) echo fp >/sys/module/user_unwind/parameters/unwinder
 	   echo 1 >$T/options/userstacktrace_delay ;;
-	E | Ec) echo 1 >$T/options/userstacktrace_delay ;;
+	E) echo 1 >$T/options/userstacktrace_delay ;;
+	Ec) echo 0 >$TK
+	    echo "$SEARCH_KIB" >$TK
+	    echo 1 >$T/options/userstacktrace_delay ;;
+	Et) echo 1 >$T/options/userstacktrace_delay
+	    uu_bench_cold $((UU_COLD_FNS / ($2 - 5) + 1)) "$2" >/dev/null ;;
 	esac
 }
 
@@ -61,13 +73,14 @@ arm_off() {
 	echo 0 >$T/options/userstacktrace_delay
 	echo 0 >$T/events/raw_syscalls/sys_enter/enable
 	echo eh_frame >/sys/module/user_unwind/parameters/unwinder
+	echo "$KIB0" >$TK
 }
 
 # The workload of arm $1.
 prog() {
 	case $1 in
 	E | P2) echo uu_bench_nofp ;;
-	Ac | Ec) echo uu_bench_cold ;;
+	Ac | Ec | Et) echo uu_bench_cold ;;
 	*) echo uu_bench ;;
 	esac
 }
@@ -165,7 +178,8 @@ run() {
 	s0=$(uu stacks) f0=$(uu frames) c0=$(uu file_cache) r0=$(uu requests)
 	u0=$(uu cookies_unrecorded) o0=$(rb overrun) d0=$(rb "dropped events") b0=$(rb bytes)
 	e0=$(rb entries) m0=$(uu unwind_row_misses) t0=$(uu unwind_truncated)
-	arm_on "$1"
+	p0=$(uu unwind_rows_parsed)
+	arm_on "$1" "$2"
 	ns=$($(prog "$1") "$N" "$2" | awk '{print $2}')
 	arm_off
 	# The last stacks are written on the way back to user space: read after the program.
@@ -175,8 +189,20 @@ run() {
 		"requests=$(($(uu requests) - r0)) stacks=$(($(uu stacks) - s0))" \
 		"frames=$(($(uu frames) - f0)) file_cache=$(($(uu file_cache) - c0))" \
 		"unrecorded=$(($(uu cookies_unrecorded) - u0))" \
-		"row_misses=$(($(uu unwind_row_misses) - m0)) truncated=$(($(uu unwind_truncated) - t0))"
+		"row_misses=$(($(uu unwind_row_misses) - m0)) truncated=$(($(uu unwind_truncated) - t0))" \
+		"parsed=$(($(uu unwind_rows_parsed) - p0)) table_bytes=$(uu unwind_table_bytes)"
 }
+
+# The functions of uu_bench_cold (tests/prog/Makefile), and what the files' tables of its
+# stacks take with no more rows than a new table has room for: Ec's memory limit.
+UU_COLD_FNS=8192
+echo 0 >$TK
+echo "$KIB0" >$TK
+arm_on E 8
+uu_bench_cold 1 8 >/dev/null
+arm_off
+SEARCH_KIB=$((($(uu unwind_table_bytes) + 1023) / 1024))
+echo "search_kib $SEARCH_KIB"
 
 for r in $(seq "$ROUNDS"); do
 	for d in $DEPTHS; do
@@ -193,7 +219,7 @@ for r in $(seq "$ROUNDS"); do
 		uu_bench_nofp 20 "$d" >/dev/null
 		arm_off
 		uu_bench_cold 8192 "$d" >/dev/null
-		arm_on Ec
+		arm_on Ec "$d"
 		uu_bench_cold 20 "$d" >/dev/null
 		arm_off
 		# The arms in a rotated order: round r starts r places further on.

@@ -119,6 +119,41 @@ rmdir $T/instances/storm
 cat $T/trace
 review_stats REVIEW_EXEC_AFTER
 
+# Issue 24: the files' tables are fair. Their memory limit lowered to 1 MiB, a process
+# makes a new file identity before each of its runs (a chmod of its own copy of
+# uu_bench_cold: 8192 functions, a 140 KiB search table) and thousands of new rows (which
+# fill the row cache), while an honest program runs every 0.1 s. The honest program's
+# tables are in use, so never dropped for the churner's: after the churn its stacks miss
+# the row cache and find every row in the tables, parsing none.
+P=/sys/module/user_unwind/parameters/table_kib
+kib=$(cat $P)
+echo 1024 >$P
+cp /usr/bin/uu_bench_cold /tmp/churn
+rm -f /tmp/churn.done
+traced REVIEW_CHURN_WARM 'id == 110' timeout -s KILL 60 uu_nofp chain 40
+review_stats REVIEW_CHURN_BEFORE
+review_begin 'id == 110'
+(while [ ! -e /tmp/churn.done ]; do uu_nofp chain 4 >/dev/null; sleep 0.1; done) &
+honest=$!
+churn=0
+for i in 1 2 3 4 5 6; do
+	chmod $((i % 2 ? 755 : 775)) /tmp/churn
+	timeout -s KILL 120 /tmp/churn 60 64 >/dev/null && churn=$((churn + 1))
+done
+touch /tmp/churn.done
+wait $honest
+review_end REVIEW_CHURN
+result churn_runs $churn
+review_stats REVIEW_CHURN_DURING
+traced REVIEW_CHURN_HONEST 'id == 110' timeout -s KILL 60 uu_nofp chain 40
+review_stats REVIEW_CHURN_AFTER
+echo "$kib" >$P
+echo 1m >$P 2>/dev/null
+section REVIEW_CHURN_PARAM
+result bad_status $?
+result value "$(cat $P)"
+result kib "$kib"
+
 # 1. userfaultfd: a task makes getppid with its stack pointer in anonymous memory registered
 # with userfaultfd (missing pages, never served): the call must return, its stack cut
 # short, while another task's stacks stay complete. Then rmmod while such a task is traced

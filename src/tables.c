@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The files' tables: per file identity (its cookie), an array of words the unwinder lays
+ * out and fills (src/logic/ftable.rs), allocated in the deferred callback the first time
+ * one of the file's rows misses the row cache, and shared by every task that maps it.
+ *
+ * Readers (callbacks, task context) find a table under RCU and take a reference for the
+ * rest of their stack: its words may be read while the callback faults or sleeps. Writers
+ * (adding an FDE's rows, growing a table by copying it into a larger one that replaces
+ * it) hold uu_tables_write, a mutex held only for memory work, never across a read of
+ * user memory or of a file. The hash and the list of tables are under uu_tables_lock.
+ *
+ * Memory is bounded by the table_kib parameter. A table that does not fit makes room by
+ * dropping whole tables that no stack used for UU_TABLE_IDLE, least recently used first;
+ * a table in use is never dropped for another, so a process that makes file identities
+ * at will (a chmod loop) can only take memory nobody else is using, and when there is
+ * none its files get no table: its own misses parse each time, and pay for it. Tables
+ * idle that long are also given back to the kernel under memory pressure (a shrinker).
+ *
+ * Context: uu_table_get() and uu_table_put() in task context or any context that may take
+ * a spinlock; the others in task context, may sleep.
+ */
+#include <linux/hashtable.h>
+#include <linux/jiffies.h>
+#include <linux/list.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/mutex.h>
+#include <linux/rculist.h>
+#include <linux/refcount.h>
+#include <linux/shrinker.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <user_unwind.h>
+
+/* The memory all tables take at most, in KiB. */
+static unsigned int table_kib = 16384;
+
+/* How long a table must go unused before another file's table may take its memory. */
+#define UU_TABLE_IDLE HZ
+
+struct uu_table {
+	struct hlist_node node;		/* in uu_tables, under uu_tables_lock */
+	struct rcu_head rcu;
+	refcount_t ref;			/* the hash's (while in it), and each holder's */
+	u64 key;
+	unsigned long used;		/* jiffies of its last get */
+	size_t bytes;
+	size_t nwords;
+	u64 words[] __counted_by(nwords);
+};
+
+static DEFINE_HASHTABLE(uu_tables, 8);
+static DEFINE_SPINLOCK(uu_tables_lock);
+static DEFINE_MUTEX(uu_tables_write);
+static atomic_long_t uu_table_bytes = ATOMIC_LONG_INIT(0);
+static atomic_long_t uu_table_count = ATOMIC_LONG_INIT(0);
+static struct shrinker *uu_tables_shrinker;
+
+static void uu_table_free_rcu(struct rcu_head *rcu)
+{
+	struct uu_table *t = container_of(rcu, struct uu_table, rcu);
+
+	atomic_long_sub(t->bytes, &uu_table_bytes);
+	atomic_long_dec(&uu_table_count);
+	kvfree(t);
+}
+
+/**
+ * uu_table_put - let go of a table
+ * @t: a table held (uu_table_get(), uu_table_alloc()), or NULL
+ *
+ * Freed after a grace period once nobody holds it: a reader may have found it under RCU
+ * and be about to take its reference.
+ */
+void uu_table_put(struct uu_table *t)
+{
+	if (t && refcount_dec_and_test(&t->ref))
+		call_rcu(&t->rcu, uu_table_free_rcu);
+}
+
+/**
+ * uu_table_get - the table of the file @key, held
+ * @key: the file's cookie
+ * @words: set to its words
+ * @nwords: set to their number
+ *
+ * Return: the table (let go of with uu_table_put()), or NULL if the file has none.
+ */
+struct uu_table *uu_table_get(u64 key, u64 **words, size_t *nwords)
+{
+	struct uu_table *t, *found = NULL;
+
+	rcu_read_lock();
+	hash_for_each_possible_rcu(uu_tables, t, node, key) {
+		if (t->key == key && refcount_inc_not_zero(&t->ref)) {
+			found = t;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	if (!found)
+		return NULL;
+	/* A write at most once a tick: the line is shared by every CPU that reads it. */
+	if (time_after(jiffies, READ_ONCE(found->used)))
+		WRITE_ONCE(found->used, jiffies);
+	*words = found->words;
+	*nwords = found->nwords;
+	return found;
+}
+
+/* Drops @t from the hash. Context: uu_tables_lock held. */
+static void uu_table_unhash(struct uu_table *t)
+{
+	hash_del_rcu(&t->node);
+	uu_table_put(t);
+}
+
+/*
+ * Drops the least recently used table (with @idle, only if it was idle for
+ * UU_TABLE_IDLE), if there is one, and returns its bytes (0: none). Under
+ * uu_tables_lock: a table found is dropped before anyone can get it again.
+ */
+static size_t uu_tables_drop(bool idle)
+{
+	struct uu_table *t, *lru = NULL;
+	size_t bytes = 0;
+	int bkt;
+
+	spin_lock(&uu_tables_lock);
+	hash_for_each(uu_tables, bkt, t, node) {
+		if (idle && time_before(jiffies, READ_ONCE(t->used) + UU_TABLE_IDLE))
+			continue;
+		if (!lru || time_before(READ_ONCE(t->used), READ_ONCE(lru->used)))
+			lru = t;
+	}
+	if (lru) {
+		bytes = lru->bytes;
+		uu_table_unhash(lru);
+		uu_stat_add(UU_STAT_UNWIND_TABLES_DROPPED, 1);
+	}
+	spin_unlock(&uu_tables_lock);
+	return bytes;
+}
+
+/* A write of table_kib also drops the tables over the new limit, least recently used first. */
+static int uu_table_kib_set(const char *val, const struct kernel_param *kp)
+{
+	long over;
+	int ret;
+
+	ret = param_set_uint(val, kp);
+	if (ret)
+		return ret;
+	over = atomic_long_read(&uu_table_bytes) - ((long)READ_ONCE(table_kib) << 10);
+	while (over > 0) {
+		size_t bytes = uu_tables_drop(false);
+
+		if (!bytes)
+			break;
+		over -= bytes;
+	}
+	return 0;
+}
+
+static const struct kernel_param_ops uu_table_kib_ops = {
+	.set = uu_table_kib_set,
+	.get = param_get_uint,
+};
+module_param_cb(table_kib, &uu_table_kib_ops, &table_kib, 0644);
+MODULE_PARM_DESC(table_kib,
+		 "memory the files' unwind tables take at most, in KiB (default 16384; 0: none kept)");
+
+/**
+ * uu_table_alloc - a new table of @nwords zeroed words, not in the hash
+ * @nwords: its words
+ * @words: set to them
+ *
+ * Makes room under table_kib by dropping idle tables (uu_tables_drop(true)).
+ *
+ * Return: the table, held, or NULL when it does not fit or cannot be allocated.
+ */
+struct uu_table *uu_table_alloc(size_t nwords, u64 **words)
+{
+	size_t limit = (size_t)READ_ONCE(table_kib) << 10;
+	struct uu_table *t;
+	size_t bytes = struct_size(t, words, nwords);	/* SIZE_MAX on overflow */
+
+	if (bytes > limit)
+		goto full;
+	while (atomic_long_read(&uu_table_bytes) + bytes > limit)
+		if (!uu_tables_drop(true))
+			goto full;
+	t = kvzalloc(bytes, GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN);
+	if (!t)
+		goto full;
+	t->nwords = nwords;
+	t->bytes = bytes;
+	t->used = jiffies;
+	refcount_set(&t->ref, 1);
+	/* Charged now, so that tables allocated at once do not all fit under the limit. */
+	atomic_long_add(bytes, &uu_table_bytes);
+	atomic_long_inc(&uu_table_count);
+	*words = t->words;
+	return t;
+full:
+	uu_stat_add(UU_STAT_UNWIND_TABLES_REFUSED, 1);
+	return NULL;
+}
+
+/**
+ * uu_table_publish - make the new table @t the file @key's, unless it has one
+ * @t: from uu_table_alloc(), filled; still held by the caller
+ * @key: the file's cookie
+ *
+ * Return: true if @t is in the hash now.
+ */
+bool uu_table_publish(struct uu_table *t, u64 key)
+{
+	struct uu_table *old;
+	bool done = true;
+
+	spin_lock(&uu_tables_lock);
+	hash_for_each_possible(uu_tables, old, node, key)
+		if (old->key == key)
+			done = false;
+	if (done) {
+		t->key = key;
+		refcount_inc(&t->ref);
+		hash_add_rcu(uu_tables, &t->node, t->key);
+	}
+	spin_unlock(&uu_tables_lock);
+	return done;
+}
+
+/**
+ * uu_table_replace - put the larger copy @new in the place of @old
+ * @old: the file's table, held
+ * @new: from uu_table_alloc(), filled from @old; still held by the caller
+ *
+ * Context: uu_tables_write held. If @old was dropped meanwhile, @new is not published.
+ */
+void uu_table_replace(struct uu_table *old, struct uu_table *new)
+{
+	spin_lock(&uu_tables_lock);
+	if (!hlist_unhashed(&old->node)) {
+		refcount_inc(&new->ref);
+		hlist_replace_rcu(&old->node, &new->node);
+		/* hlist_unhashed() must see @old gone from here on. */
+		old->node.pprev = NULL;
+		uu_table_put(old);
+	}
+	spin_unlock(&uu_tables_lock);
+}
+
+void uu_tables_write_lock(void)
+{
+	mutex_lock(&uu_tables_write);
+}
+
+void uu_tables_write_unlock(void)
+{
+	mutex_unlock(&uu_tables_write);
+}
+
+/*
+ * The shrinker: the memory of tables idle for UU_TABLE_IDLE, which the next stacks would
+ * have to parse again.
+ */
+static unsigned long uu_tables_count(struct shrinker *s, struct shrink_control *sc)
+{
+	unsigned long pages = atomic_long_read(&uu_table_bytes) >> PAGE_SHIFT;
+
+	return pages ?: SHRINK_EMPTY;
+}
+
+static unsigned long uu_tables_scan(struct shrinker *s, struct shrink_control *sc)
+{
+	unsigned long freed = 0;
+	size_t bytes;
+
+	/* Counted when dropped; given back when RCU frees them. */
+	while (freed < sc->nr_to_scan && (bytes = uu_tables_drop(true)))
+		freed += DIV_ROUND_UP(bytes, PAGE_SIZE);
+	return freed ?: SHRINK_STOP;
+}
+
+/* The tables' memory now, and how many there are: shown in user_unwind_stats. */
+void uu_tables_memory(unsigned long *bytes, unsigned long *count)
+{
+	*bytes = atomic_long_read(&uu_table_bytes);
+	*count = atomic_long_read(&uu_table_count);
+}
+
+/* Context: task, at load. Return: 0 (without a shrinker, the limit still bounds them). */
+int uu_tables_init(void)
+{
+	uu_tables_shrinker = shrinker_alloc(0, "user_unwind-tables");
+	if (!uu_tables_shrinker) {
+		pr_warn("no shrinker for the unwind tables: only table_kib bounds them\n");
+		return 0;
+	}
+	uu_tables_shrinker->count_objects = uu_tables_count;
+	uu_tables_shrinker->scan_objects = uu_tables_scan;
+	shrinker_register(uu_tables_shrinker);
+	return 0;
+}
+
+/* Drops every table. Context: task, after the last callback (uu_files_exit()). */
+void uu_tables_exit(void)
+{
+	struct uu_table *t;
+	struct hlist_node *tmp;
+	int bkt;
+
+	if (uu_tables_shrinker)
+		shrinker_free(uu_tables_shrinker);
+	uu_tables_shrinker = NULL;
+	spin_lock(&uu_tables_lock);
+	hash_for_each_safe(uu_tables, bkt, tmp, t, node)
+		uu_table_unhash(t);
+	spin_unlock(&uu_tables_lock);
+	/* The RCU callbacks free them, and must run before the module's code goes. */
+	rcu_barrier();
+}
