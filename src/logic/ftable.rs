@@ -43,7 +43,7 @@ const HEAD: usize = 3 + INFO_WORDS;
 /// The first word's high half.
 pub const MAGIC: u64 = 0x7575_7462;
 /// An FDE's rows kept at most (more: parsed each time, never kept).
-pub const FDE_ROWS_MAX: usize = 512;
+pub const FDE_ROWS_MAX: usize = 256;
 /// Rows a new table has room for.
 pub const FIRST_ROWS: usize = 256;
 /// An FDE word for an FDE whose rows cannot be kept: a row with an expression, more than
