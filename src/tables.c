@@ -38,6 +38,8 @@ static unsigned int table_kib = 16384;
 
 /* How long a table must go unused before another file's table may take its memory. */
 #define UU_TABLE_IDLE HZ
+/* After a scan for an idle table found none, how long allocations fail without one. */
+#define UU_TABLE_RESCAN (HZ / 10)
 
 struct uu_table {
 	struct hlist_node node;		/* in uu_tables, under uu_tables_lock */
@@ -56,6 +58,7 @@ static DEFINE_MUTEX(uu_tables_write);
 static atomic_long_t uu_table_bytes = ATOMIC_LONG_INIT(0);
 static atomic_long_t uu_table_count = ATOMIC_LONG_INIT(0);
 static struct shrinker *uu_tables_shrinker;
+static unsigned long uu_tables_full_until;
 
 static void uu_table_free_rcu(struct rcu_head *rcu)
 {
@@ -188,9 +191,15 @@ struct uu_table *uu_table_alloc(size_t nwords, u64 **words)
 
 	if (bytes > limit)
 		goto full;
-	while (atomic_long_read(&uu_table_bytes) + bytes > limit)
-		if (!uu_tables_drop(true))
+	while (atomic_long_read(&uu_table_bytes) + bytes > limit) {
+		/* A scan found none idle: the next may find one once a table has aged. */
+		if (time_before(jiffies, READ_ONCE(uu_tables_full_until)))
 			goto full;
+		if (!uu_tables_drop(true)) {
+			WRITE_ONCE(uu_tables_full_until, jiffies + UU_TABLE_RESCAN);
+			goto full;
+		}
+	}
 	t = kvzalloc(bytes, GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN);
 	if (!t)
 		goto full;
@@ -295,6 +304,7 @@ void uu_tables_memory(unsigned long *bytes, unsigned long *count)
 /* Context: task, at load. Return: 0 (without a shrinker, the limit still bounds them). */
 int uu_tables_init(void)
 {
+	uu_tables_full_until = jiffies;
 	uu_tables_shrinker = shrinker_alloc(0, "user_unwind-tables");
 	if (!uu_tables_shrinker) {
 		pr_warn("no shrinker for the unwind tables: only table_kib bounds them\n");

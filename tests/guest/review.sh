@@ -149,8 +149,9 @@ traced REVIEW_CHURN_HONEST 'id == 110' timeout -s KILL 60 uu_nofp chain 40
 review_stats REVIEW_CHURN_AFTER
 echo "$kib" >$P
 echo 1m >$P 2>/dev/null
+bad=$?
 section REVIEW_CHURN_PARAM
-result bad_status $?
+result bad_status $bad
 result value "$(cat $P)"
 result kib "$kib"
 
