@@ -15,7 +15,8 @@
  * a table in use is never dropped for another, so a process that makes file identities
  * at will (a chmod loop) can only take memory nobody else is using, and when there is
  * none its files get no table: its own misses parse each time, and pay for it. Tables
- * idle that long are also given back to the kernel under memory pressure (a shrinker).
+ * idle for UU_TABLE_SHRINK_IDLE are also given back to the kernel under memory pressure (a
+ * shrinker).
  *
  * Context: uu_table_get() and uu_table_put() in task context or any context that may take
  * a spinlock; the others in task context, may sleep.
@@ -38,6 +39,8 @@ static unsigned int table_kib = 16384;
 
 /* How long a table must go unused before another file's table may take its memory. */
 #define UU_TABLE_IDLE HZ
+/* How long before the shrinker gives it back: a table dropped is read again at next use. */
+#define UU_TABLE_SHRINK_IDLE (10 * HZ)
 /* After a scan for an idle table found none, how long allocations fail without one. */
 #define UU_TABLE_RESCAN (HZ / 10)
 
@@ -120,11 +123,11 @@ static void uu_table_unhash(struct uu_table *t)
 }
 
 /*
- * Drops the least recently used table (with @idle, only if it was idle for
- * UU_TABLE_IDLE), if there is one, and returns its bytes (0: none). Under
- * uu_tables_lock: a table found is dropped before anyone can get it again.
+ * Drops the least recently used table, if one was unused for @idle jiffies, and returns
+ * its bytes (0: none). Under uu_tables_lock: a table found is dropped before anyone can
+ * get it again.
  */
-static size_t uu_tables_drop(bool idle)
+static size_t uu_tables_drop(unsigned long idle)
 {
 	struct uu_table *t, *lru = NULL;
 	size_t bytes = 0;
@@ -132,7 +135,7 @@ static size_t uu_tables_drop(bool idle)
 
 	spin_lock(&uu_tables_lock);
 	hash_for_each(uu_tables, bkt, t, node) {
-		if (idle && time_before(jiffies, READ_ONCE(t->used) + UU_TABLE_IDLE))
+		if (time_before(jiffies, READ_ONCE(t->used) + idle))
 			continue;
 		if (!lru || time_before(READ_ONCE(t->used), READ_ONCE(lru->used)))
 			lru = t;
@@ -157,7 +160,7 @@ static int uu_table_kib_set(const char *val, const struct kernel_param *kp)
 		return ret;
 	over = atomic_long_read(&uu_table_bytes) - ((long)READ_ONCE(table_kib) << 10);
 	while (over > 0) {
-		size_t bytes = uu_tables_drop(false);
+		size_t bytes = uu_tables_drop(0);
 
 		if (!bytes)
 			break;
@@ -179,7 +182,7 @@ MODULE_PARM_DESC(table_kib,
  * @nwords: its words
  * @words: set to them
  *
- * Makes room under table_kib by dropping idle tables (uu_tables_drop(true)).
+ * Makes room under table_kib by dropping idle tables (uu_tables_drop(UU_TABLE_IDLE)).
  *
  * Return: the table, held, or NULL when it does not fit or cannot be allocated.
  */
@@ -195,7 +198,7 @@ struct uu_table *uu_table_alloc(size_t nwords, u64 **words)
 		/* A scan found none idle: the next may find one once a table has aged. */
 		if (time_before(jiffies, READ_ONCE(uu_tables_full_until)))
 			goto full;
-		if (!uu_tables_drop(true)) {
+		if (!uu_tables_drop(UU_TABLE_IDLE)) {
 			WRITE_ONCE(uu_tables_full_until, jiffies + UU_TABLE_RESCAN);
 			goto full;
 		}
@@ -273,8 +276,8 @@ void uu_tables_write_unlock(void)
 }
 
 /*
- * The shrinker: the memory of tables idle for UU_TABLE_IDLE, which the next stacks would
- * have to parse again.
+ * The shrinker: the memory of tables idle for UU_TABLE_SHRINK_IDLE, which the next stacks
+ * would have to read and parse again (the count is all of the tables' memory: a bound).
  */
 static unsigned long uu_tables_count(struct shrinker *s, struct shrink_control *sc)
 {
@@ -289,7 +292,7 @@ static unsigned long uu_tables_scan(struct shrinker *s, struct shrink_control *s
 	size_t bytes;
 
 	/* Counted when dropped; given back when RCU frees them. */
-	while (freed < sc->nr_to_scan && (bytes = uu_tables_drop(true)))
+	while (freed < sc->nr_to_scan && (bytes = uu_tables_drop(UU_TABLE_SHRINK_IDLE)))
 		freed += DIV_ROUND_UP(bytes, PAGE_SIZE);
 	return freed ?: SHRINK_STOP;
 }

@@ -37,9 +37,9 @@ DEPTHS=$*
 KO=/lib/modules/user_unwind.ko
 
 ARMS="A B C D E Ac Ec Et P0 P1 P2"
+insmod $KO || exit 1
 TK=/sys/module/user_unwind/parameters/table_kib
 KIB0=$(cat $TK)
-insmod $KO || exit 1
 echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
 echo 65536 >$T/buffer_size_kb
 
