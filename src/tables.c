@@ -256,6 +256,7 @@ void uu_table_replace(struct uu_table *old, struct uu_table *new)
 {
 	spin_lock(&uu_tables_lock);
 	if (!hlist_unhashed(&old->node)) {
+		new->key = old->key;
 		refcount_inc(&new->ref);
 		hlist_replace_rcu(&old->node, &new->node);
 		/* hlist_unhashed() must see @old gone from here on. */
