@@ -486,6 +486,32 @@ impl<'c, 'e> Machine<'c, 'e> {
         })
     }
 
+    /// A machine for `program` looking up `pc`, its CIE's initial instructions run.
+    fn start(program: &Program<'c>, pc: u64, budget: &mut Budget) -> Result<Self, CfiError> {
+        let mut m = Machine::new(program, pc)?;
+        m.run(
+            program.cie_insns,
+            program.cie_insns_addr,
+            true,
+            false,
+            budget,
+        )?;
+        m.initial = m.row;
+        Ok(m)
+    }
+
+    /// Runs the FDE's instructions, whole.
+    fn run_fde(&mut self, program: &Program<'_>, budget: &mut Budget) -> Result<(), CfiError> {
+        self.run(
+            program.fde_insns,
+            program.fde_insns_addr,
+            false,
+            false,
+            budget,
+        )?;
+        Ok(())
+    }
+
     fn found(&self, program: &Program<'_>) -> Found {
         Found {
             row: self.row,
@@ -497,22 +523,8 @@ impl<'c, 'e> Machine<'c, 'e> {
 
 /// The row of `program` in force at `pc`, which must lie in the FDE's range.
 pub fn find_row(program: &Program<'_>, pc: u64, budget: &mut Budget) -> Result<Found, CfiError> {
-    let mut m = Machine::new(program, pc)?;
-    m.run(
-        program.cie_insns,
-        program.cie_insns_addr,
-        true,
-        false,
-        budget,
-    )?;
-    m.initial = m.row;
-    m.run(
-        program.fde_insns,
-        program.fde_insns_addr,
-        false,
-        false,
-        budget,
-    )?;
+    let mut m = Machine::start(program, pc, budget)?;
+    m.run_fde(program, budget)?;
     Ok(m.found(program))
 }
 
@@ -525,28 +537,14 @@ pub fn all_rows(
     budget: &mut Budget,
     emit: Emit<'_>,
 ) -> Result<(), CfiError> {
-    let mut m = Machine::new(program, program.pc_begin)?;
-    m.run(
-        program.cie_insns,
-        program.cie_insns_addr,
-        true,
-        false,
-        budget,
-    )?;
-    m.initial = m.row;
+    let mut m = Machine::start(program, program.pc_begin, budget)?;
     let end = program.pc_end;
     let mut within = |start: u64, row: &Row| match start < end {
         true => emit(start, row),
         false => Ok(()),
     };
     m.emit = Some(&mut within);
-    m.run(
-        program.fde_insns,
-        program.fde_insns_addr,
-        false,
-        false,
-        budget,
-    )?;
+    m.run_fde(program, budget)?;
     let (loc, row) = (m.loc, m.row);
     match m.emit {
         Some(emit) => emit(loc, &row),
@@ -566,15 +564,7 @@ pub fn find_row_streamed<M: Memory + ?Sized>(
     mem: &mut M,
     buf: &mut [u8],
 ) -> Result<Found, CfiError> {
-    let mut m = Machine::new(program, pc)?;
-    m.run(
-        program.cie_insns,
-        program.cie_insns_addr,
-        true,
-        false,
-        budget,
-    )?;
-    m.initial = m.row;
+    let mut m = Machine::start(program, pc, budget)?;
     let mut done = 0u64;
     while m.end.is_none() && done < insns_len {
         let len = (insns_len - done).min(buf.len() as u64) as usize;
