@@ -97,7 +97,7 @@ def main():
             bpf_b.append((B["bytes"] - A["bytes"]) / (b_stacks * B_FRAMES)
                          if b_stacks > 0 else float("nan"))
             lost += sum(r["overrun"] + r["dropped"] + r["unrecorded"]
-                        for k, r in a.items() if not k.startswith("P"))
+                        for k, r in a.items() if k in ARMS and not k.startswith("P"))
             lost += D["requests"] - D["stacks"]
             lost += sum(a[k]["lost"] for k in ("P0", "P1", "P2"))
         lost_total += lost
