@@ -9,7 +9,7 @@
 //! threads), and `mmap_lock` only when that fails and only if it is free; the fields needed
 //! are copied out and the lock dropped at once; a file's cookie is hashed once, then
 //! remembered; a file is held by a reference only when its `file_cache` is due; frames go
-//! through a 1.1 KiB on-stack [`Record`]: the steady state allocates nothing and writes no
+//! through a 1 KiB on-stack [`Record`]: the steady state allocates nothing and writes no
 //! shared cache line (only a `file_cache` event needs a path buffer).
 //!
 //! The callback runs inside the deferred unwinder's SRCU read side, which
@@ -198,7 +198,7 @@ impl AddressSpace for TaskSpace<'_, '_> {
 /// user address space any more): the cookie still gets its stack, so that it cannot be
 /// mistaken for a lost event.
 fn record_empty(cookie: u64) {
-    emit(cookie, 0, 0, &Record::new());
+    emit(cookie, 0, 0, &mut Record::new());
     stats::add(Stat::EmptyStacks, 1);
 }
 
@@ -225,7 +225,7 @@ pub(crate) fn record_known<T: Ip>(ips: &[T], cookie: u64, keys: &Keys, known: &[
     }
     let ips = &ips[..ips.len().min(usize::from(u16::MAX))];
     let total = ips.len() as u16;
-    let mut rec = Record::new();
+    let rec = &mut Record::new();
     // Every `file_cache` the stack writes, first sightings, reminders and repeats alike.
     let mut budget = NEW_FILES_PER_STACK;
     let mut last_miss = None;
@@ -247,10 +247,10 @@ pub(crate) fn record_known<T: Ip>(ips: &[T], cookie: u64, keys: &Keys, known: &[
                 last_miss: &mut last_miss,
             };
             rec.clear();
-            Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), &mut rec);
+            Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), rec);
             want_files.then(|| held.report(&mut budget))
         };
-        emit(cookie, start as u16, total, &rec);
+        emit(cookie, start as u16, total, rec);
         // A reader reset the buffer between the chunk's `file_cache` events (or the
         // sightings that found them written) and its stack: the cache starts anew, so
         // looking the chunk's files up again holds every one the new generation lacks, and
@@ -265,29 +265,29 @@ pub(crate) fn record_known<T: Ip>(ips: &[T], cookie: u64, keys: &Keys, known: &[
                 last_miss: &mut last_miss,
             };
             rec.clear();
-            Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), &mut rec);
+            Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), rec);
             held.report(&mut budget);
         }
     }
 }
 
 /// Writes `rec` as one `user_unwind_stack` event.
-fn emit(cookie: u64, start: u16, total: u16, rec: &Record) {
-    let files = rec.files();
-    let hi = rec.hi().map_or(core::ptr::null(), |hi| hi.as_ptr());
-    // SAFETY: `files` holds `files.len()` cookies, `lo`, `idx` (and `hi` when not null)
-    // `rec.len()` entries each; the tracepoint only reads them, within those lengths.
+fn emit(cookie: u64, start: u16, total: u16, rec: &mut Record) {
+    let p = rec.pack();
+    let hi = p.hi.map_or(core::ptr::null(), |hi| hi.as_ptr());
+    // SAFETY: `files` holds `files.len()` cookies, `lo` (and `hi` when not null)
+    // `lo.len()` words each; the tracepoint only reads them, within those lengths.
     unsafe {
         ffi::uu_emit_stack(
             cookie,
             start,
             total,
-            files.as_ptr(),
-            files.len() as u32,
-            rec.lo().as_ptr(),
+            p.files.as_ptr(),
+            p.files.len() as u32,
+            p.lo.as_ptr(),
             hi,
-            rec.idx().as_ptr(),
-            rec.len() as u32,
+            p.idx_bits,
+            p.lo.len() as u32,
         )
     };
 }

@@ -11,10 +11,11 @@
 //! address, and never the name of another file.
 //!
 //! A record is compact ([`Record`]): the distinct file cookies of its frames once, in a table,
-//! and per frame a 32-bit offset and a one-byte index into that table, 5 bytes a frame instead
-//! of the 16 of an (offset, cookie) pair. A record with a value that needs more than 32 bits
-//! (a raw address, an offset in a file beyond 4 GiB) is wide: the high halves follow the low
-//! ones, 9 bytes a frame.
+//! and per frame one 32-bit word, its index into that table in the top bits (as many as the
+//! table needs: none for one file, two for up to four) and its offset in the others, 4 bytes
+//! a frame instead of the 16 of an (offset, cookie) pair. A record with a value that does
+//! not fit (a raw address, an offset in a file beyond what the index leaves) is wide: a
+//! second word a frame holds the index and the high half, 8 bytes a frame.
 
 #![forbid(unsafe_code)]
 
@@ -30,8 +31,8 @@ pub const COOKIE_NO_FILE: u64 = 1;
 
 /// Frames per `user_unwind_stack` record. A deeper stack is split into several records that
 /// share the unwind cookie and say where they start, so nothing is cut silently. A record of
-/// 64 frames is at most 1.1 KiB: it always fits a ring-buffer sub-buffer, and the indices fit
-/// a byte.
+/// 64 frames is at most 1.1 KiB: it always fits a ring-buffer sub-buffer, and an index
+/// takes at most 6 bits.
 pub const CHUNK_FRAMES: usize = 64;
 
 /// The identity of a mapped file: what `/proc/PID/maps` shows (the device and inode number
@@ -131,23 +132,66 @@ pub fn name_cookie(name: &[u8], key: &SipKey) -> u64 {
     unreserved(siphash(name, key))
 }
 
+/// Bits of a frame's value: every value is below `1 << VALUE_BITS` (a larger one is
+/// recorded as [`VALUE_MAX`]; no user address and no offset in a file below 256 PiB is),
+/// so that a wide record's high half has room for a file index of up to
+/// [`IDX_BITS_MAX`] bits.
+pub const VALUE_BITS: u32 = 58;
+/// The largest value a frame records.
+pub const VALUE_MAX: u64 = (1 << VALUE_BITS) - 1;
+/// Bits of the widest file index: a record has at most [`CHUNK_FRAMES`] files.
+pub const IDX_BITS_MAX: u32 = 64 - VALUE_BITS;
+
 /// The frames of one `user_unwind_stack` record, in the event's layout: `files` the distinct
-/// file cookies, and per frame `lo` (and, in a wide record, `hi`) the halves of its value and
-/// `idx` the index of its cookie in `files`.
+/// file cookies and, per frame, one 32-bit word holding the index of its file in `files` in
+/// its top `idx_bits` bits (the fewest that number them all: 0 for one file) and its value
+/// in the others; a record with a value that does not fit (a raw address, an offset beyond
+/// what the index leaves) is wide: the words hold the low halves of the values, then as
+/// many words hold the index and the high halves, in the same way.
+///
+/// While frames are added, `lo` holds each value's low half and `hi` its index in the top
+/// [`IDX_BITS_MAX`] bits above the value's high half; [`Record::pack`] turns that into the
+/// event's layout in place, once the number of files is known.
 pub struct Record {
     files: [u64; CHUNK_FRAMES],
     nr_files: usize,
     lo: [u32; CHUNK_FRAMES],
     hi: [u32; CHUNK_FRAMES],
-    idx: [u8; CHUNK_FRAMES],
     nr: usize,
-    wide: bool,
+    /// Every value added, ORed: whether they all fit a narrow record.
+    values: u64,
+    /// `Some(idx_bits)` once packed.
+    packed: Option<u32>,
 }
 
 impl Default for Record {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// High bits of a value, under the index while a record is filled.
+const HI_VALUE_BITS: u32 = VALUE_BITS - 32;
+
+/// The low `bits` bits of a word.
+const fn mask(bits: u32) -> u32 {
+    if bits >= 32 {
+        u32::MAX
+    } else {
+        (1 << bits) - 1
+    }
+}
+
+/// A record in the event's layout ([`Record::pack`]).
+pub struct Packed<'a> {
+    /// The distinct file cookies.
+    pub files: &'a [u64],
+    /// One word a frame: the low halves of the values (with the index in a narrow record).
+    pub lo: &'a [u32],
+    /// In a wide record, one more word a frame: the index and the high halves.
+    pub hi: Option<&'a [u32]>,
+    /// The bits of the index at the top of a frame's word.
+    pub idx_bits: u8,
 }
 
 impl Record {
@@ -158,9 +202,9 @@ impl Record {
             nr_files: 0,
             lo: [0; CHUNK_FRAMES],
             hi: [0; CHUNK_FRAMES],
-            idx: [0; CHUNK_FRAMES],
             nr: 0,
-            wide: false,
+            values: 0,
+            packed: None,
         }
     }
 
@@ -168,7 +212,8 @@ impl Record {
     pub fn clear(&mut self) {
         self.nr_files = 0;
         self.nr = 0;
-        self.wide = false;
+        self.values = 0;
+        self.packed = None;
     }
 
     /// The index of `cookie` in the table, added if new. The table has room for one
@@ -188,13 +233,13 @@ impl Record {
     /// Appends a frame whose file has table index `idx`; the caller checked for room.
     fn push(&mut self, value: u64, idx: u8) {
         let i = self.nr;
-        let (Some(lo), Some(hi), Some(slot)) =
-            (self.lo.get_mut(i), self.hi.get_mut(i), self.idx.get_mut(i))
-        else {
+        let (Some(lo), Some(hi)) = (self.lo.get_mut(i), self.hi.get_mut(i)) else {
             return;
         };
-        (*lo, *hi, *slot) = (value as u32, (value >> 32) as u32, idx);
-        self.wide |= *hi != 0;
+        let value = value.min(VALUE_MAX);
+        *lo = value as u32;
+        *hi = u32::from(idx) << HI_VALUE_BITS | (value >> 32) as u32;
+        self.values |= value;
         self.nr = i + 1;
     }
 
@@ -213,27 +258,81 @@ impl Record {
         &self.files[..self.nr_files]
     }
 
-    /// The low 32 bits of each frame's value.
-    pub fn lo(&self) -> &[u32] {
-        &self.lo[..self.nr]
+    /// The bits a file index takes in the event: the fewest that number every file.
+    fn idx_bits(&self) -> u32 {
+        match self.nr_files {
+            0 | 1 => 0,
+            n => usize::BITS - (n - 1).leading_zeros(),
+        }
     }
 
-    /// The high 32 bits of each frame's value, for a wide record; `None` when all are 0.
-    pub fn hi(&self) -> Option<&[u32]> {
-        self.wide.then(|| &self.hi[..self.nr])
+    /// Whether the record is wide: some value does not fit beside the index.
+    fn wide(&self, idx_bits: u32) -> bool {
+        self.values > u64::from(mask(32 - idx_bits))
     }
 
-    /// Each frame's index into [`Record::files`].
-    pub fn idx(&self) -> &[u8] {
-        &self.idx[..self.nr]
+    /// The record in the event's layout: the index moved to the top `idx_bits` bits of the
+    /// word that holds it. Once packed, a record takes no more frames until cleared.
+    pub fn pack(&mut self) -> Packed<'_> {
+        let bits = match self.packed {
+            Some(bits) => bits,
+            None => {
+                let bits = self.idx_bits();
+                let wide = self.wide(bits);
+                let n = self.nr;
+                for (lo, hi) in self.lo[..n].iter_mut().zip(&mut self.hi[..n]) {
+                    let idx = *hi >> HI_VALUE_BITS;
+                    let top = if bits == 0 { 0 } else { idx << (32 - bits) };
+                    if wide {
+                        *hi = top | (*hi & mask(HI_VALUE_BITS));
+                    } else {
+                        *lo |= top;
+                    }
+                }
+                self.packed = Some(bits);
+                bits
+            }
+        };
+        let wide = self.wide(bits);
+        Packed {
+            files: &self.files[..self.nr_files],
+            lo: &self.lo[..self.nr],
+            hi: wide.then(|| &self.hi[..self.nr]),
+            idx_bits: bits as u8,
+        }
     }
 
-    /// Frame `i` as (value, file cookie).
+    /// Frame `i` as (value, file cookie), packed or not.
     pub fn frame(&self, i: usize) -> Option<(u64, u64)> {
-        let lo = u64::from(*self.lo().get(i)?);
-        let hi = self.hi().map_or(0, |hi| u64::from(hi[i]));
-        let file = *self.files().get(usize::from(self.idx[i]))?;
-        Some((hi << 32 | lo, file))
+        let lo = *self.lo[..self.nr].get(i)?;
+        let hi = self.hi[i];
+        let (idx, value) = match self.packed {
+            None => (
+                hi >> HI_VALUE_BITS,
+                u64::from(hi & mask(HI_VALUE_BITS)) << 32 | u64::from(lo),
+            ),
+            Some(bits) => {
+                let word = if self.wide(bits) { hi } else { lo };
+                let idx = if bits == 0 { 0 } else { word >> (32 - bits) };
+                let value = if self.wide(bits) {
+                    u64::from(hi & mask(32 - bits)) << 32 | u64::from(lo)
+                } else {
+                    u64::from(lo & mask(32 - bits))
+                };
+                (idx, value)
+            }
+        };
+        let file = *self.files().get(idx as usize)?;
+        Some((value, file))
+    }
+
+    /// Frame `i`'s index into [`Record::files`].
+    pub fn idx(&self, i: usize) -> Option<u8> {
+        let (_, file) = self.frame(i)?;
+        self.files()
+            .iter()
+            .position(|&f| f == file)
+            .map(|i| i as u8)
     }
 }
 
@@ -258,7 +357,7 @@ impl Remembered {
 
     /// What a frame in `vma` records: its offset in the file, its offset from the start of a
     /// special mapping, or the address itself in anonymous memory. `None` when an offset in
-    /// the VMA does not fit in 64 bits.
+    /// the VMA does not fit in [`VALUE_BITS`] bits.
     fn new(vma: &Vma, cookie: u64, page_shift: u32) -> Option<Self> {
         let map = vma.map;
         let base = match vma.backing {
@@ -267,7 +366,10 @@ impl Remembered {
             Backing::Anonymous(_) => map.start,
         };
         // The value of the VMA's last byte fits, so every value in it does.
-        base.checked_add(map.end.checked_sub(map.start)?.checked_sub(1)?)?;
+        let last = base.checked_add(map.end.checked_sub(map.start)?.checked_sub(1)?)?;
+        if last > VALUE_MAX {
+            return None;
+        }
         Some(Remembered {
             start: map.start,
             end: map.end,
@@ -457,6 +559,10 @@ mod tests {
         (0..rec.len()).map(|i| rec.frame(i).unwrap()).collect()
     }
 
+    fn idx(rec: &Record) -> Vec<u8> {
+        (0..rec.len()).map(|i| rec.idx(i).unwrap()).collect()
+    }
+
     fn translate(ips: &[u64]) -> Record {
         let mut rec = Record::new();
         let mut t = Translator::new(12);
@@ -485,8 +591,8 @@ mod tests {
     }
 
     #[test]
-    fn a_record_holds_each_file_once_and_a_byte_per_frame() {
-        let rec = translate(&[
+    fn a_record_holds_each_file_once_and_a_word_per_frame() {
+        let mut rec = translate(&[
             0x40_0100,
             0x7f00_0010,
             0x40_0200,
@@ -496,20 +602,71 @@ mod tests {
         ]);
         let (exe, lib) = (EXE, LIB);
         assert_eq!(rec.files(), [exe, lib, COOKIE_NO_MAPPING]);
-        assert_eq!(rec.idx(), [0, 1, 0, 0, 1, 2]);
-        assert_eq!(rec.lo(), [0x1100, 0x10, 0x1200, 0x1300, 0x20, 0x99]);
-        assert_eq!(rec.hi(), None);
+        assert_eq!(idx(&rec), [0, 1, 0, 0, 1, 2]);
+        let before = frames(&rec);
+        // Three files: two bits of index at the top of each word.
+        let p = rec.pack();
+        assert_eq!(p.idx_bits, 2);
+        assert_eq!(
+            p.lo,
+            [
+                0x1100,
+                0x4000_0010,
+                0x1200,
+                0x1300,
+                0x4000_0020,
+                0x8000_0099
+            ]
+        );
+        assert_eq!(p.hi, None);
+        assert_eq!(frames(&rec), before);
+        // Packing twice changes nothing.
+        assert_eq!(rec.pack().lo[1], 0x4000_0010);
+        assert_eq!(frames(&rec), before);
+    }
+
+    #[test]
+    fn one_file_takes_no_index_bits() {
+        let mut rec = translate(&[0x40_0100, 0x40_0200]);
+        let p = rec.pack();
+        assert_eq!((p.idx_bits, p.lo, p.hi), (0, &[0x1100, 0x1200][..], None));
+    }
+
+    #[test]
+    fn a_value_that_leaves_no_room_for_the_index_makes_the_record_wide() {
+        // 0xffff_0000 fits 32 bits alone, not beside a one-bit index.
+        const SPC: &[Vma] = &[Vma {
+            map: Mapping {
+                start: 0x1000,
+                end: 0x2000,
+                pgoff: 0x000f_fff0,
+            },
+            backing: Backing::File(EXE),
+        }];
+        let mut rec = Record::new();
+        Translator::new(12).translate(&mut Space(SPC), [0x1000], &mut rec);
+        assert_eq!(rec.pack().hi, None);
+        let mut rec = Record::new();
+        Translator::new(12).translate(&mut Space(SPC), [0x1000, 0x5000_0000], &mut rec);
+        let p = rec.pack();
+        assert_eq!(p.idx_bits, 1);
+        assert_eq!(p.lo, [0xffff_0000, 0x5000_0000]);
+        assert_eq!(p.hi, Some(&[0, 0x8000_0000][..]));
+        assert_eq!(
+            frames(&rec),
+            [(0xffff_0000, EXE), (0x5000_0000, COOKIE_NO_MAPPING)]
+        );
     }
 
     #[test]
     fn values_beyond_32_bits_make_the_record_wide() {
-        let rec = translate(&[0x40_0100, 0x7fff_1234_5678]);
-        assert_eq!(rec.lo(), [0x1100, 0x1234_5678]);
-        assert_eq!(rec.hi(), Some(&[0, 0x7fff][..]));
+        let mut rec = translate(&[0x40_0100, 0x7fff_1234_5678]);
+        let p = rec.pack();
+        assert_eq!(p.lo, [0x1100, 0x1234_5678]);
+        assert_eq!(p.hi, Some(&[0, 0x8000_7fff][..]));
         assert_eq!(frames(&rec)[1], (0x7fff_1234_5678, JIT));
-        let mut rec = rec;
         rec.clear();
-        assert!(rec.is_empty() && rec.files().is_empty() && rec.hi().is_none());
+        assert!(rec.is_empty() && rec.files().is_empty() && rec.pack().hi.is_none());
     }
 
     #[test]
@@ -534,7 +691,7 @@ mod tests {
                 (0x1200, exe)
             ]
         );
-        assert_eq!(rec.idx(), [0, 1, 0]);
+        assert_eq!(idx(&rec), [0, 1, 0]);
     }
 
     #[test]
@@ -620,7 +777,11 @@ mod tests {
         t.translate(&mut Space(SPACE), ips.iter().copied(), &mut rec);
         assert_eq!(t.lookups(), 20);
         assert_eq!(rec.files(), [exe, lib, COOKIE_NO_FILE, VDSO, JIT]);
-        assert_eq!(rec.idx()[15..], [0, 1, 2, 3, 4]);
+        assert_eq!(idx(&rec)[15..], [0, 1, 2, 3, 4]);
+        // Five files: three bits of index; the JIT's addresses make the record wide.
+        let p = rec.pack();
+        assert_eq!((p.idx_bits, p.hi.map(|hi| hi[19])), (3, Some(0x8000_7fff)));
+        assert_eq!(frames(&rec)[19], (0x7fff_1234_0008, JIT));
     }
 
     #[test]
@@ -630,7 +791,10 @@ mod tests {
         t.translate(&mut Space(SPACE), [0x40_0100, 0x7f00_0010], &mut one);
         t.translate(&mut Space(SPACE), [0x7f00_0020, 0x40_0200], &mut two);
         let (exe, lib) = (EXE, LIB);
-        assert_eq!((two.files(), two.idx()), (&[lib, exe][..], &[0, 1][..]));
+        assert_eq!(
+            (two.files(), &idx(&two)[..]),
+            (&[lib, exe][..], &[0, 1][..])
+        );
         assert_eq!(frames(&two), [(0x20, lib), (0x1200, exe)]);
         assert_eq!(t.lookups(), 2);
     }
