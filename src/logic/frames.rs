@@ -133,8 +133,8 @@ pub fn name_cookie(name: &[u8], key: &SipKey) -> u64 {
 }
 
 /// Bits of a frame's value: every value is below `1 << VALUE_BITS` (a larger one is
-/// recorded as [`VALUE_MAX`]; no user address and no offset in a file below 256 PiB is),
-/// so that a wide record's high half has room for a file index of up to
+/// recorded as [`VALUE_MAX`]; no user address and no offset in a file below 256 PiB is
+/// larger), so that a wide record's high half has room for a file index of up to
 /// [`IDX_BITS_MAX`] bits.
 pub const VALUE_BITS: u32 = 58;
 /// The largest value a frame records.
@@ -144,24 +144,25 @@ pub const IDX_BITS_MAX: u32 = 64 - VALUE_BITS;
 
 /// The frames of one `user_unwind_stack` record, in the event's layout: `files` the distinct
 /// file cookies and, per frame, one 32-bit word holding the index of its file in `files` in
-/// its top `idx_bits` bits (the fewest that number them all: 0 for one file) and its value
-/// in the others; a record with a value that does not fit (a raw address, an offset beyond
+/// its top `bits` bits (the fewest that number them all: 0 for one file) and its value in
+/// the others; a record with a value that does not fit (a raw address, an offset beyond
 /// what the index leaves) is wide: the words hold the low halves of the values, then as
 /// many words hold the index and the high halves, in the same way.
 ///
-/// While frames are added, `lo` holds each value's low half and `hi` its index in the top
-/// [`IDX_BITS_MAX`] bits above the value's high half; [`Record::pack`] turns that into the
-/// event's layout in place, once the number of files is known.
+/// Every frame is written in that layout as it is added, so that writing the event is a
+/// copy: when a new file needs one more bit of index, or a value does not fit, the frames
+/// already added are rewritten (at most [`IDX_BITS_MAX`] times for the index, once to make
+/// the record wide; files mostly come in the first frames).
 pub struct Record {
     files: [u64; CHUNK_FRAMES],
     nr_files: usize,
     lo: [u32; CHUNK_FRAMES],
     hi: [u32; CHUNK_FRAMES],
     nr: usize,
-    /// Every value added, ORed: whether they all fit a narrow record.
-    values: u64,
-    /// `Some(idx_bits)` once packed.
-    packed: Option<u32>,
+    /// The bits of the index in each frame's word.
+    bits: u32,
+    /// Whether the record is wide (`hi` holds the index and the high halves).
+    wide: bool,
 }
 
 impl Default for Record {
@@ -170,16 +171,19 @@ impl Default for Record {
     }
 }
 
-/// High bits of a value, under the index while a record is filled.
-const HI_VALUE_BITS: u32 = VALUE_BITS - 32;
+/// The low `32 - bits` bits of a word: its value, beside an index of `bits` bits.
+const fn value_mask(bits: u32) -> u32 {
+    u32::MAX >> bits
+}
 
-/// The low `bits` bits of a word.
-const fn mask(bits: u32) -> u32 {
-    if bits >= 32 {
-        u32::MAX
-    } else {
-        (1 << bits) - 1
-    }
+/// An index at the top of a word whose index has `bits` bits (0 when it has none).
+fn index_word(idx: u32, bits: u32) -> u32 {
+    (u64::from(idx) << (32 - bits)) as u32
+}
+
+/// The index at the top of `word`, whose index has `bits` bits.
+fn word_index(word: u32, bits: u32) -> u32 {
+    (u64::from(word) >> (32 - bits)) as u32
 }
 
 /// A record in the event's layout ([`Record::pack`]).
@@ -203,8 +207,8 @@ impl Record {
             lo: [0; CHUNK_FRAMES],
             hi: [0; CHUNK_FRAMES],
             nr: 0,
-            values: 0,
-            packed: None,
+            bits: 0,
+            wide: false,
         }
     }
 
@@ -212,8 +216,8 @@ impl Record {
     pub fn clear(&mut self) {
         self.nr_files = 0;
         self.nr = 0;
-        self.values = 0;
-        self.packed = None;
+        self.bits = 0;
+        self.wide = false;
     }
 
     /// The index of `cookie` in the table, added if new. The table has room for one
@@ -226,21 +230,70 @@ impl Record {
         if let Some(slot) = self.files.get_mut(n) {
             *slot = cookie;
             self.nr_files = n + 1;
+            // Indices 0..=n need the bits of n.
+            let bits = u32::BITS - (n as u32).leading_zeros();
+            if bits > self.bits {
+                self.rebits(bits);
+            }
         }
         n as u8
+    }
+
+    /// Rewrites the frames added so far for an index of `bits` bits, made wide first if a
+    /// value no longer fits.
+    fn rebits(&mut self, bits: u32) {
+        let old = self.bits;
+        let n = self.nr;
+        if !self.wide
+            && self.lo[..n]
+                .iter()
+                .any(|&w| w & value_mask(old) > value_mask(bits))
+        {
+            self.widen();
+        }
+        let words = if self.wide {
+            &mut self.hi[..n]
+        } else {
+            &mut self.lo[..n]
+        };
+        for w in words {
+            *w = index_word(word_index(*w, old), bits) | (*w & value_mask(old));
+        }
+        self.bits = bits;
+    }
+
+    /// Makes the record wide: the frames' words hold the values alone, the index moves to
+    /// the second word (the high halves of narrow values are 0).
+    fn widen(&mut self) {
+        let bits = self.bits;
+        let n = self.nr;
+        for (lo, hi) in self.lo[..n].iter_mut().zip(&mut self.hi[..n]) {
+            *hi = index_word(word_index(*lo, bits), bits);
+            *lo &= value_mask(bits);
+        }
+        self.wide = true;
     }
 
     /// Appends a frame whose file has table index `idx`; the caller checked for room.
     fn push(&mut self, value: u64, idx: u8) {
         let i = self.nr;
-        let (Some(lo), Some(hi)) = (self.lo.get_mut(i), self.hi.get_mut(i)) else {
-            return;
-        };
         let value = value.min(VALUE_MAX);
-        *lo = value as u32;
-        *hi = u32::from(idx) << HI_VALUE_BITS | (value >> 32) as u32;
-        self.values |= value;
-        self.nr = i + 1;
+        let top = index_word(u32::from(idx), self.bits);
+        if !self.wide && value <= u64::from(value_mask(self.bits)) {
+            if let Some(lo) = self.lo.get_mut(i) {
+                *lo = top | value as u32;
+                self.nr = i + 1;
+            }
+            return;
+        }
+        if !self.wide {
+            self.widen();
+        }
+        if let (Some(lo), Some(hi)) = (self.lo.get_mut(i), self.hi.get_mut(i)) {
+            *lo = value as u32;
+            *hi = top | (value >> 32) as u32;
+            self.nr = i + 1;
+        }
     }
 
     /// How many frames the record holds.
@@ -258,81 +311,37 @@ impl Record {
         &self.files[..self.nr_files]
     }
 
-    /// The bits a file index takes in the event: the fewest that number every file.
-    fn idx_bits(&self) -> u32 {
-        match self.nr_files {
-            0 | 1 => 0,
-            n => usize::BITS - (n - 1).leading_zeros(),
-        }
-    }
-
-    /// Whether the record is wide: some value does not fit beside the index.
-    fn wide(&self, idx_bits: u32) -> bool {
-        self.values > u64::from(mask(32 - idx_bits))
-    }
-
-    /// The record in the event's layout: the index moved to the top `idx_bits` bits of the
-    /// word that holds it. Once packed, a record takes no more frames until cleared.
+    /// The record in the event's layout.
     pub fn pack(&mut self) -> Packed<'_> {
-        let bits = match self.packed {
-            Some(bits) => bits,
-            None => {
-                let bits = self.idx_bits();
-                let wide = self.wide(bits);
-                let n = self.nr;
-                for (lo, hi) in self.lo[..n].iter_mut().zip(&mut self.hi[..n]) {
-                    let idx = *hi >> HI_VALUE_BITS;
-                    let top = if bits == 0 { 0 } else { idx << (32 - bits) };
-                    if wide {
-                        *hi = top | (*hi & mask(HI_VALUE_BITS));
-                    } else {
-                        *lo |= top;
-                    }
-                }
-                self.packed = Some(bits);
-                bits
-            }
-        };
-        let wide = self.wide(bits);
         Packed {
             files: &self.files[..self.nr_files],
             lo: &self.lo[..self.nr],
-            hi: wide.then(|| &self.hi[..self.nr]),
-            idx_bits: bits as u8,
+            hi: self.wide.then(|| &self.hi[..self.nr]),
+            idx_bits: self.bits as u8,
         }
     }
 
-    /// Frame `i` as (value, file cookie), packed or not.
+    /// Frame `i` as (value, file cookie).
     pub fn frame(&self, i: usize) -> Option<(u64, u64)> {
         let lo = *self.lo[..self.nr].get(i)?;
-        let hi = self.hi[i];
-        let (idx, value) = match self.packed {
-            None => (
-                hi >> HI_VALUE_BITS,
-                u64::from(hi & mask(HI_VALUE_BITS)) << 32 | u64::from(lo),
-            ),
-            Some(bits) => {
-                let word = if self.wide(bits) { hi } else { lo };
-                let idx = if bits == 0 { 0 } else { word >> (32 - bits) };
-                let value = if self.wide(bits) {
-                    u64::from(hi & mask(32 - bits)) << 32 | u64::from(lo)
-                } else {
-                    u64::from(lo & mask(32 - bits))
-                };
-                (idx, value)
-            }
-        };
+        let word = if self.wide { self.hi[i] } else { lo };
+        let idx = word_index(word, self.bits);
+        let mut value = u64::from(word & value_mask(self.bits));
+        if self.wide {
+            value = value << 32 | u64::from(lo);
+        }
         let file = *self.files().get(idx as usize)?;
         Some((value, file))
     }
 
     /// Frame `i`'s index into [`Record::files`].
     pub fn idx(&self, i: usize) -> Option<u8> {
-        let (_, file) = self.frame(i)?;
-        self.files()
-            .iter()
-            .position(|&f| f == file)
-            .map(|i| i as u8)
+        let word = if self.wide {
+            *self.hi[..self.nr].get(i)?
+        } else {
+            *self.lo[..self.nr].get(i)?
+        };
+        Some(word_index(word, self.bits) as u8)
     }
 }
 
@@ -623,6 +632,51 @@ mod tests {
         // Packing twice changes nothing.
         assert_eq!(rec.pack().lo[1], 0x4000_0010);
         assert_eq!(frames(&rec), before);
+    }
+
+    #[test]
+    fn frames_added_before_a_new_file_or_a_wide_value_are_rewritten() {
+        // One file (no index bits), a value of 32 bits; then a second file: the first
+        // value no longer fits beside a one-bit index, so the record turns wide.
+        const SPC: &[Vma] = &[Vma {
+            map: Mapping {
+                start: 0x1000,
+                end: 0x3000,
+                pgoff: 0x000f_fff0,
+            },
+            backing: Backing::File(EXE),
+        }];
+        let mut rec = Record::new();
+        let mut t = Translator::new(12);
+        t.translate(&mut Space(SPC), [0x1000, 0x2000], &mut rec);
+        assert_eq!(rec.pack().lo, [0xffff_0000, 0xffff_1000]);
+        t.translate(&mut Space(SPC), [0x10, 0x1008], &mut rec);
+        let p = rec.pack();
+        assert_eq!(p.idx_bits, 1);
+        assert_eq!(p.lo, [0xffff_0000, 0xffff_1000, 0x10, 0xffff_0008]);
+        assert_eq!(p.hi, Some(&[0, 0, 0x8000_0000, 0][..]));
+        // Narrow values get more index bits in place: 1, 2, then 3 files.
+        let mut rec = translate(&[0x40_0100, 0x40_0200, 0x7f00_0010]);
+        assert_eq!(rec.pack().lo, [0x1100, 0x1200, 0x8000_0010]);
+        let mut rec = translate(&[0x40_0100, 0x7f00_0010, 0x7ffe_0010, 0x40_0200]);
+        let p = rec.pack();
+        assert_eq!((p.idx_bits, p.hi), (2, None));
+        assert_eq!(p.lo, [0x1100, 0x4000_0010, 0x8000_0010, 0x1200]);
+        let all: Vec<u64> = (0..5)
+            .map(|i| [0x40_0100, 0x7f00_0010, 0x7ffe_0010, 0x7ffd_0008, 0x1234][i])
+            .collect();
+        let rec = translate(&all);
+        assert_eq!(
+            frames(&rec),
+            [
+                (0x1100, EXE),
+                (0x10, LIB),
+                (0x10, VDSO),
+                (0x7ffd_0008, COOKIE_NO_FILE),
+                (0x1234, COOKIE_NO_MAPPING)
+            ]
+        );
+        assert_eq!(idx(&rec), [0, 1, 2, 3, 4]);
     }
 
     #[test]
