@@ -304,14 +304,20 @@ pub(crate) fn record_known<T: Ip>(ips: &[T], cookie: u64, keys: &Keys, known: &[
     let mut last_miss = None;
     let want_files = files::wanted();
     stats::add(Stat::Frames, ips.len() as u64);
+    let mut translator = Translator::new(PAGE_SHIFT as u32);
 
     for (start, len) in chunks(ips.len()) {
         let frames = || ips[start..start + len].iter().map(|&ip| ip.addr());
-        // Fresh held files and translator per chunk look every file of the chunk up again,
-        // so each chunk holds the files it reports. The files are released at the end of
-        // the block, in place (a `drop()` would move them first).
+        // Fresh held files per chunk, and the translator's VMAs of files whose
+        // `file_cache` is not known to be in the trace forgotten: every such file of the
+        // chunk is looked up again, so each chunk holds the files it reports. The files
+        // are released at the end of the block, in place (a `drop()` would move them
+        // first).
         let report = {
             let mut held = HeldFiles::new(keys, budget);
+            if want_files {
+                translator.retain(|cookie| held.knows(cookie));
+            }
             let mut space = TaskSpace {
                 mm,
                 keys,
@@ -320,7 +326,7 @@ pub(crate) fn record_known<T: Ip>(ips: &[T], cookie: u64, keys: &Keys, known: &[
                 last_miss: &mut last_miss,
             };
             rec.clear();
-            Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), rec);
+            translator.translate(&mut space, frames(), rec);
             want_files.then(|| held.report(&mut budget))
         };
         emit(cookie, start as u16, total, rec);

@@ -418,6 +418,20 @@ impl Translator {
         }
     }
 
+    /// Forgets the remembered VMAs whose cookie `keep` refuses, so that the next frames in
+    /// them are looked up again: a stack's next record keeps the VMAs of files whose
+    /// `file_cache` is known to be in the trace, and looks up (and so holds) the others.
+    pub fn retain(&mut self, keep: impl Fn(u64) -> bool) {
+        if self.last.is_some_and(|r| !keep(r.cookie)) {
+            self.last = None;
+        }
+        for r in &mut self.older {
+            if r.end > r.start && !keep(r.cookie) {
+                *r = Remembered::EMPTY;
+            }
+        }
+    }
+
     /// How many VMA lookups the translation has made so far.
     pub fn lookups(&self) -> usize {
         self.lookups
@@ -851,6 +865,26 @@ mod tests {
         );
         assert_eq!(frames(&two), [(0x20, lib), (0x1200, exe)]);
         assert_eq!(t.lookups(), 2);
+    }
+
+    #[test]
+    fn a_translator_forgets_the_vmas_it_is_told_to() {
+        let mut t = Translator::new(12);
+        let mut rec = Record::new();
+        let ips = [0x40_0100, 0x7f00_0010, 0x7ffe_0010];
+        t.translate(&mut Space(SPACE), ips, &mut rec);
+        assert_eq!(t.lookups(), 3);
+        // The next record: the library's VMA forgotten, the others kept.
+        t.retain(|cookie| cookie != LIB);
+        rec.clear();
+        t.translate(&mut Space(SPACE), ips, &mut rec);
+        assert_eq!(t.lookups(), 4);
+        assert_eq!(frames(&rec), [(0x1100, EXE), (0x10, LIB), (0x10, VDSO)]);
+        // Forgetting the last VMA too.
+        t.retain(|cookie| cookie == LIB);
+        rec.clear();
+        t.translate(&mut Space(SPACE), ips, &mut rec);
+        assert_eq!(t.lookups(), 6);
     }
 
     #[test]
