@@ -163,6 +163,11 @@ pub struct Record {
     bits: u32,
     /// Whether the record is wide (`hi` holds the index and the high halves).
     wide: bool,
+    /// `32 - bits`: where the index starts in a word.
+    shift: u32,
+    /// The values a narrow frame can hold are those below this: `1 << shift`, or 0 once
+    /// the record is wide (so that the hot path makes one comparison).
+    narrow_below: u64,
 }
 
 impl Default for Record {
@@ -172,18 +177,21 @@ impl Default for Record {
 }
 
 /// The low `32 - bits` bits of a word: its value, beside an index of `bits` bits.
+#[inline]
 const fn value_mask(bits: u32) -> u32 {
-    u32::MAX >> bits
+    u32::MAX >> (bits & 31)
 }
 
 /// An index at the top of a word whose index has `bits` bits (0 when it has none).
+#[inline]
 fn index_word(idx: u32, bits: u32) -> u32 {
-    (u64::from(idx) << (32 - bits)) as u32
+    (u64::from(idx) << (32 - bits.min(32))) as u32
 }
 
 /// The index at the top of `word`, whose index has `bits` bits.
+#[inline]
 fn word_index(word: u32, bits: u32) -> u32 {
-    (u64::from(word) >> (32 - bits)) as u32
+    (u64::from(word) >> (32 - bits.min(32))) as u32
 }
 
 /// A record in the event's layout ([`Record::pack`]).
@@ -209,6 +217,8 @@ impl Record {
             nr: 0,
             bits: 0,
             wide: false,
+            shift: 32,
+            narrow_below: 1 << 32,
         }
     }
 
@@ -216,8 +226,16 @@ impl Record {
     pub fn clear(&mut self) {
         self.nr_files = 0;
         self.nr = 0;
-        self.bits = 0;
+        self.set_bits(0);
         self.wide = false;
+    }
+
+    /// Makes `bits` the index's width (as the frames' words are rewritten for it).
+    #[inline]
+    fn set_bits(&mut self, bits: u32) {
+        self.bits = bits;
+        self.shift = 32 - bits.min(32);
+        self.narrow_below = if self.wide { 0 } else { 1 << self.shift };
     }
 
     /// The index of `cookie` in the table, added if new. The table has room for one
@@ -259,7 +277,7 @@ impl Record {
         for w in words {
             *w = index_word(word_index(*w, old), bits) | (*w & value_mask(old));
         }
-        self.bits = bits;
+        self.set_bits(bits);
     }
 
     /// Makes the record wide: the frames' words hold the values alone, the index moves to
@@ -272,20 +290,29 @@ impl Record {
             *lo &= value_mask(bits);
         }
         self.wide = true;
+        self.narrow_below = 0;
     }
 
     /// Appends a frame whose file has table index `idx`; the caller checked for room.
+    #[inline]
     fn push(&mut self, value: u64, idx: u8) {
         let i = self.nr;
-        let value = value.min(VALUE_MAX);
-        let top = index_word(u32::from(idx), self.bits);
-        if !self.wide && value <= u64::from(value_mask(self.bits)) {
+        let top = (u64::from(idx) << self.shift) as u32;
+        if value < self.narrow_below {
             if let Some(lo) = self.lo.get_mut(i) {
                 *lo = top | value as u32;
                 self.nr = i + 1;
             }
             return;
         }
+        self.push_wide(value, top);
+    }
+
+    /// [`Record::push`] of a frame whose value makes or finds the record wide.
+    #[inline(never)]
+    fn push_wide(&mut self, value: u64, top: u32) {
+        let i = self.nr;
+        let value = value.min(VALUE_MAX);
         if !self.wide {
             self.widen();
         }
