@@ -144,30 +144,28 @@ pub const IDX_BITS_MAX: u32 = 64 - VALUE_BITS;
 
 /// The frames of one `user_unwind_stack` record, in the event's layout: `files` the distinct
 /// file cookies and, per frame, one 32-bit word holding the index of its file in `files` in
-/// its top `bits` bits (the fewest that number them all: 0 for one file) and its value in
-/// the others; a record with a value that does not fit (a raw address, an offset beyond
-/// what the index leaves) is wide: the words hold the low halves of the values, then as
-/// many words hold the index and the high halves, in the same way.
+/// its top `idx_bits` bits and its value in the others; a record with a value that does not
+/// fit (a raw address, an offset beyond what the index leaves) is wide: the words hold the
+/// low halves of the values, then as many words hold the index and the high halves, in the
+/// same way.
 ///
-/// Every frame is written in that layout as it is added, so that writing the event is a
-/// copy: when a new file needs one more bit of index, or a value does not fit, the frames
-/// already added are rewritten (at most [`IDX_BITS_MAX`] times for the index, once to make
-/// the record wide; files mostly come in the first frames).
+/// A record whose values all fit in 26 bits (the common case: offsets in files below 64
+/// MiB) takes a 6-bit index whatever its number of files, so that each frame's word is final
+/// as it is added and writing the event is a copy; only a record with a larger value takes
+/// the fewest bits that number its files (or turns wide), in a pass over its frames.
+/// While frames are added, `lo` holds each value's low half XORed with the index at bit
+/// 26, and `hi` the index in the top [`IDX_BITS_MAX`] bits above the value's high half;
+/// [`Record::pack`] turns that into the event's layout in place.
 pub struct Record {
     files: [u64; CHUNK_FRAMES],
     nr_files: usize,
     lo: [u32; CHUNK_FRAMES],
     hi: [u32; CHUNK_FRAMES],
     nr: usize,
-    /// The bits of the index in each frame's word.
-    bits: u32,
-    /// Whether the record is wide (`hi` holds the index and the high halves).
-    wide: bool,
-    /// `32 - bits`: where the index starts in a word.
-    shift: u32,
-    /// The values a narrow frame can hold are those below this: `1 << shift`, or 0 once
-    /// the record is wide (so that the hot path makes one comparison).
-    narrow_below: u64,
+    /// Every value added, ORed: whether they all fit a narrow record.
+    values: u64,
+    /// `Some(idx_bits)` once packed.
+    packed: Option<u32>,
 }
 
 impl Default for Record {
@@ -176,22 +174,16 @@ impl Default for Record {
     }
 }
 
-/// The low `32 - bits` bits of a word: its value, beside an index of `bits` bits.
-#[inline]
-const fn value_mask(bits: u32) -> u32 {
-    u32::MAX >> (bits & 31)
-}
+/// High bits of a value, under the index while a record is filled.
+const HI_VALUE_BITS: u32 = VALUE_BITS - 32;
 
-/// An index at the top of a word whose index has `bits` bits (0 when it has none).
-#[inline]
-fn index_word(idx: u32, bits: u32) -> u32 {
-    (u64::from(idx) << (32 - bits.min(32))) as u32
-}
-
-/// The index at the top of `word`, whose index has `bits` bits.
-#[inline]
-fn word_index(word: u32, bits: u32) -> u32 {
-    (u64::from(word) >> (32 - bits.min(32))) as u32
+/// The low `bits` bits of a word.
+const fn mask(bits: u32) -> u32 {
+    if bits >= 32 {
+        u32::MAX
+    } else {
+        (1 << bits) - 1
+    }
 }
 
 /// A record in the event's layout ([`Record::pack`]).
@@ -215,10 +207,8 @@ impl Record {
             lo: [0; CHUNK_FRAMES],
             hi: [0; CHUNK_FRAMES],
             nr: 0,
-            bits: 0,
-            wide: false,
-            shift: 32,
-            narrow_below: 1 << 32,
+            values: 0,
+            packed: None,
         }
     }
 
@@ -226,16 +216,8 @@ impl Record {
     pub fn clear(&mut self) {
         self.nr_files = 0;
         self.nr = 0;
-        self.set_bits(0);
-        self.wide = false;
-    }
-
-    /// Makes `bits` the index's width (as the frames' words are rewritten for it).
-    #[inline]
-    fn set_bits(&mut self, bits: u32) {
-        self.bits = bits;
-        self.shift = 32 - bits.min(32);
-        self.narrow_below = if self.wide { 0 } else { 1 << self.shift };
+        self.values = 0;
+        self.packed = None;
     }
 
     /// The index of `cookie` in the table, added if new. The table has room for one
@@ -248,79 +230,24 @@ impl Record {
         if let Some(slot) = self.files.get_mut(n) {
             *slot = cookie;
             self.nr_files = n + 1;
-            // Indices 0..=n need the bits of n.
-            let bits = u32::BITS - (n as u32).leading_zeros();
-            if bits > self.bits {
-                self.rebits(bits);
-            }
         }
         n as u8
-    }
-
-    /// Rewrites the frames added so far for an index of `bits` bits, made wide first if a
-    /// value no longer fits.
-    fn rebits(&mut self, bits: u32) {
-        let old = self.bits;
-        let n = self.nr;
-        if !self.wide
-            && self.lo[..n]
-                .iter()
-                .any(|&w| w & value_mask(old) > value_mask(bits))
-        {
-            self.widen();
-        }
-        let words = if self.wide {
-            &mut self.hi[..n]
-        } else {
-            &mut self.lo[..n]
-        };
-        for w in words {
-            *w = index_word(word_index(*w, old), bits) | (*w & value_mask(old));
-        }
-        self.set_bits(bits);
-    }
-
-    /// Makes the record wide: the frames' words hold the values alone, the index moves to
-    /// the second word (the high halves of narrow values are 0).
-    fn widen(&mut self) {
-        let bits = self.bits;
-        let n = self.nr;
-        for (lo, hi) in self.lo[..n].iter_mut().zip(&mut self.hi[..n]) {
-            *hi = index_word(word_index(*lo, bits), bits);
-            *lo &= value_mask(bits);
-        }
-        self.wide = true;
-        self.narrow_below = 0;
     }
 
     /// Appends a frame whose file has table index `idx`; the caller checked for room.
     #[inline]
     fn push(&mut self, value: u64, idx: u8) {
         let i = self.nr;
-        let top = (u64::from(idx) << self.shift) as u32;
-        if value < self.narrow_below {
-            if let Some(lo) = self.lo.get_mut(i) {
-                *lo = top | value as u32;
-                self.nr = i + 1;
-            }
+        let (Some(lo), Some(hi)) = (self.lo.get_mut(i), self.hi.get_mut(i)) else {
             return;
-        }
-        self.push_wide(value, top);
-    }
-
-    /// [`Record::push`] of a frame whose value makes or finds the record wide.
-    #[inline(never)]
-    fn push_wide(&mut self, value: u64, top: u32) {
-        let i = self.nr;
+        };
         let value = value.min(VALUE_MAX);
-        if !self.wide {
-            self.widen();
-        }
-        if let (Some(lo), Some(hi)) = (self.lo.get_mut(i), self.hi.get_mut(i)) {
-            *lo = value as u32;
-            *hi = top | (value >> 32) as u32;
-            self.nr = i + 1;
-        }
+        // As the event holds it when every value fits beside a 6-bit index (XORed, so that
+        // [`Record::pack`] can take it out again when one does not).
+        *lo = value as u32 ^ u32::from(idx) << HI_VALUE_BITS;
+        *hi = u32::from(idx) << HI_VALUE_BITS | (value >> 32) as u32;
+        self.values |= value;
+        self.nr = i + 1;
     }
 
     /// How many frames the record holds.
@@ -338,37 +265,100 @@ impl Record {
         &self.files[..self.nr_files]
     }
 
-    /// The record in the event's layout.
-    pub fn pack(&mut self) -> Packed<'_> {
-        Packed {
-            files: &self.files[..self.nr_files],
-            lo: &self.lo[..self.nr],
-            hi: self.wide.then(|| &self.hi[..self.nr]),
-            idx_bits: self.bits as u8,
+    /// The bits a file index takes in the event: the fewest that number every file.
+    fn idx_bits(&self) -> u32 {
+        match self.nr_files {
+            0 | 1 => 0,
+            n => usize::BITS - (n - 1).leading_zeros(),
         }
     }
 
-    /// Frame `i` as (value, file cookie).
+    /// Whether the record is wide: some value does not fit beside the index.
+    fn wide(&self, idx_bits: u32) -> bool {
+        self.values > u64::from(mask(32 - idx_bits))
+    }
+
+    /// The record in the event's layout: the index moved to the top `idx_bits` bits of the
+    /// word that holds it. Once packed, a record takes no more frames until cleared.
+    pub fn pack(&mut self) -> Packed<'_> {
+        let bits = match self.packed {
+            Some(bits) => bits,
+            None => {
+                if self.values >> HI_VALUE_BITS == 0 {
+                    // Every value fits beside a 6-bit index: the words are as pushed.
+                    self.packed = Some(IDX_BITS_MAX);
+                    return Packed {
+                        files: &self.files[..self.nr_files],
+                        lo: &self.lo[..self.nr],
+                        hi: None,
+                        idx_bits: IDX_BITS_MAX as u8,
+                    };
+                }
+                let bits = self.idx_bits();
+                let n = self.nr;
+                let (lo, hi) = (&mut self.lo[..n], &mut self.hi[..n]);
+                for (lo, hi) in lo.iter_mut().zip(hi.iter()) {
+                    *lo ^= *hi & !mask(HI_VALUE_BITS);
+                }
+                if self.values > u64::from(mask(32 - bits)) {
+                    // Wide: the index moves down to the top `bits` bits of the high word.
+                    for hi in hi {
+                        let top = (u64::from(*hi >> HI_VALUE_BITS) << (32 - bits)) as u32;
+                        *hi = top | (*hi & mask(HI_VALUE_BITS));
+                    }
+                } else if bits > 0 {
+                    // Narrow: `hi` is the index at bit HI_VALUE_BITS alone (the values'
+                    // high halves are 0); moved to the top `bits` bits of the low word.
+                    let up = IDX_BITS_MAX - bits;
+                    for (lo, hi) in lo.iter_mut().zip(hi.iter()) {
+                        *lo |= *hi << up;
+                    }
+                }
+                self.packed = Some(bits);
+                bits
+            }
+        };
+        let wide = self.wide(bits);
+        Packed {
+            files: &self.files[..self.nr_files],
+            lo: &self.lo[..self.nr],
+            hi: wide.then(|| &self.hi[..self.nr]),
+            idx_bits: bits as u8,
+        }
+    }
+
+    /// Frame `i` as (value, file cookie), packed or not.
     pub fn frame(&self, i: usize) -> Option<(u64, u64)> {
         let lo = *self.lo[..self.nr].get(i)?;
-        let word = if self.wide { self.hi[i] } else { lo };
-        let idx = word_index(word, self.bits);
-        let mut value = u64::from(word & value_mask(self.bits));
-        if self.wide {
-            value = value << 32 | u64::from(lo);
-        }
+        let hi = self.hi[i];
+        let (idx, value) = match self.packed {
+            None => (
+                hi >> HI_VALUE_BITS,
+                u64::from(hi & mask(HI_VALUE_BITS)) << 32
+                    | u64::from(lo ^ (hi & !mask(HI_VALUE_BITS))),
+            ),
+            Some(bits) => {
+                let word = if self.wide(bits) { hi } else { lo };
+                let idx = if bits == 0 { 0 } else { word >> (32 - bits) };
+                let value = if self.wide(bits) {
+                    u64::from(hi & mask(32 - bits)) << 32 | u64::from(lo)
+                } else {
+                    u64::from(lo & mask(32 - bits))
+                };
+                (idx, value)
+            }
+        };
         let file = *self.files().get(idx as usize)?;
         Some((value, file))
     }
 
     /// Frame `i`'s index into [`Record::files`].
     pub fn idx(&self, i: usize) -> Option<u8> {
-        let word = if self.wide {
-            *self.hi[..self.nr].get(i)?
-        } else {
-            *self.lo[..self.nr].get(i)?
-        };
-        Some(word_index(word, self.bits) as u8)
+        let (_, file) = self.frame(i)?;
+        self.files()
+            .iter()
+            .position(|&f| f == file)
+            .map(|i| i as u8)
     }
 }
 
@@ -654,29 +644,29 @@ mod tests {
         assert_eq!(rec.files(), [exe, lib, COOKIE_NO_MAPPING]);
         assert_eq!(idx(&rec), [0, 1, 0, 0, 1, 2]);
         let before = frames(&rec);
-        // Three files: two bits of index at the top of each word.
+        // Values below 2^26: the index takes the top 6 bits, as pushed.
         let p = rec.pack();
-        assert_eq!(p.idx_bits, 2);
+        assert_eq!(p.idx_bits, 6);
         assert_eq!(
             p.lo,
             [
                 0x1100,
-                0x4000_0010,
+                0x0400_0010,
                 0x1200,
                 0x1300,
-                0x4000_0020,
-                0x8000_0099
+                0x0400_0020,
+                0x0800_0099
             ]
         );
         assert_eq!(p.hi, None);
         assert_eq!(frames(&rec), before);
         // Packing twice changes nothing.
-        assert_eq!(rec.pack().lo[1], 0x4000_0010);
+        assert_eq!(rec.pack().lo[1], 0x0400_0010);
         assert_eq!(frames(&rec), before);
     }
 
     #[test]
-    fn frames_added_before_a_new_file_or_a_wide_value_are_rewritten() {
+    fn index_bits_and_width_follow_every_frame_of_the_record() {
         // One file (no index bits), a value of 32 bits; then a second file: the first
         // value no longer fits beside a one-bit index, so the record turns wide.
         const SPC: &[Vma] = &[Vma {
@@ -690,19 +680,32 @@ mod tests {
         let mut rec = Record::new();
         let mut t = Translator::new(12);
         t.translate(&mut Space(SPC), [0x1000, 0x2000], &mut rec);
-        assert_eq!(rec.pack().lo, [0xffff_0000, 0xffff_1000]);
         t.translate(&mut Space(SPC), [0x10, 0x1008], &mut rec);
         let p = rec.pack();
         assert_eq!(p.idx_bits, 1);
         assert_eq!(p.lo, [0xffff_0000, 0xffff_1000, 0x10, 0xffff_0008]);
         assert_eq!(p.hi, Some(&[0, 0, 0x8000_0000, 0][..]));
-        // Narrow values get more index bits in place: 1, 2, then 3 files.
-        let mut rec = translate(&[0x40_0100, 0x40_0200, 0x7f00_0010]);
-        assert_eq!(rec.pack().lo, [0x1100, 0x1200, 0x8000_0010]);
+        // Values below 2^26 keep the 6-bit index they were pushed with.
         let mut rec = translate(&[0x40_0100, 0x7f00_0010, 0x7ffe_0010, 0x40_0200]);
         let p = rec.pack();
-        assert_eq!((p.idx_bits, p.hi), (2, None));
-        assert_eq!(p.lo, [0x1100, 0x4000_0010, 0x8000_0010, 0x1200]);
+        assert_eq!((p.idx_bits, p.hi), (6, None));
+        assert_eq!(p.lo, [0x1100, 0x0400_0010, 0x0800_0010, 0x1200]);
+        // A value of 2^26 with two files: the index taken out, then put back in one bit.
+        const BIG: &[Vma] = &[Vma {
+            map: Mapping {
+                start: 0x1000,
+                end: 0x2000,
+                pgoff: 0x4000,
+            },
+            backing: Backing::File(EXE),
+        }];
+        let mut rec = Record::new();
+        Translator::new(12).translate(&mut Space(BIG), [0x1000, 0x10], &mut rec);
+        let before = frames(&rec);
+        let p = rec.pack();
+        assert_eq!((p.idx_bits, p.hi), (1, None));
+        assert_eq!(p.lo, [0x0400_0000, 0x8000_0010]);
+        assert_eq!(frames(&rec), before);
         let all: Vec<u64> = (0..5)
             .map(|i| [0x40_0100, 0x7f00_0010, 0x7ffe_0010, 0x7ffd_0008, 0x1234][i])
             .collect();
@@ -724,7 +727,20 @@ mod tests {
     fn one_file_takes_no_index_bits() {
         let mut rec = translate(&[0x40_0100, 0x40_0200]);
         let p = rec.pack();
-        assert_eq!((p.idx_bits, p.lo, p.hi), (0, &[0x1100, 0x1200][..], None));
+        assert_eq!((p.idx_bits, p.lo, p.hi), (6, &[0x1100, 0x1200][..], None));
+        // A large offset: the fewest bits, none for one file.
+        const BIG: &[Vma] = &[Vma {
+            map: Mapping {
+                start: 0x1000,
+                end: 0x2000,
+                pgoff: 0x000f_fff0,
+            },
+            backing: Backing::File(EXE),
+        }];
+        let mut rec = Record::new();
+        Translator::new(12).translate(&mut Space(BIG), [0x1000], &mut rec);
+        let p = rec.pack();
+        assert_eq!((p.idx_bits, p.lo, p.hi), (0, &[0xffff_0000][..], None));
     }
 
     #[test]
