@@ -173,8 +173,9 @@ static enum print_line_t uu_stack_output(struct trace_iterator *iter,
 		u32 idx = bits ? word >> (32 - bits) : 0;
 		u64 value = word & vmask;
 
+		/* A wide value is signed: sign-extended from its 64 - bits bits. */
 		if (field->wide)
-			value = value << 32 | offs[i];
+			value = (u64)((s64)((value << 32 | offs[i]) << bits) >> bits);
 		if (idx < nr_files)
 			trace_seq_printf(s, " => <%016llx> : 0x%016llx\n", value,
 					 files[idx]);

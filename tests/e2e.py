@@ -80,6 +80,9 @@ def parse_arrays(rest):
         word = offs[nr + i] if wide else offs[i]
         j = word >> (32 - bits) if bits else 0
         value = ((word & vmask) << 32 | offs[i]) if wide else word & vmask
+        if wide and bits and value >> (63 - bits):
+            # A wide value is signed: sign-extended from its 64 - bits bits.
+            value |= ((1 << bits) - 1) << (64 - bits)
         frames.append((value, files[j] if j < len(files) else None))
     return frames
 

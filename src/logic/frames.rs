@@ -132,13 +132,28 @@ pub fn name_cookie(name: &[u8], key: &SipKey) -> u64 {
     unreserved(siphash(name, key))
 }
 
-/// Bits of a frame's value: every value is below `1 << VALUE_BITS` (a larger one is
-/// recorded as [`VALUE_MAX`]; no user address and no offset in a file below 256 PiB is
-/// larger), so that a wide record's high half has room for a file index of up to
-/// [`IDX_BITS_MAX`] bits.
+/// Bits of a frame's value, signed: every value is in `[-2^57, 2^57)` as an `i64` (a
+/// value outside is recorded as [`VALUE_MAX`]: no user address, no canonical kernel
+/// address and no offset in a file below 128 PiB is), so that a wide record's high half,
+/// sign-extended, has room for a file index of up to [`IDX_BITS_MAX`] bits. A raw address
+/// in the kernel half (a return address the unwinder found outside user space) is
+/// negative.
 pub const VALUE_BITS: u32 = 58;
 /// The largest value a frame records.
-pub const VALUE_MAX: u64 = (1 << VALUE_BITS) - 1;
+pub const VALUE_MAX: u64 = (1 << (VALUE_BITS - 1)) - 1;
+
+/// `value` if it is one a frame can record, else [`VALUE_MAX`].
+fn fit(value: u64) -> u64 {
+    match (value as i64) >> (VALUE_BITS - 1) {
+        0 | -1 => value,
+        _ => VALUE_MAX,
+    }
+}
+
+/// `value` sign-extended from its low `64 - bits` bits.
+fn sign_extend(value: u64, bits: u32) -> u64 {
+    ((value << bits) as i64 >> bits) as u64
+}
 /// Bits of the widest file index: a record has at most [`CHUNK_FRAMES`] files.
 pub const IDX_BITS_MAX: u32 = 64 - VALUE_BITS;
 
@@ -241,11 +256,11 @@ impl Record {
         let (Some(lo), Some(hi)) = (self.lo.get_mut(i), self.hi.get_mut(i)) else {
             return;
         };
-        let value = value.min(VALUE_MAX);
+        let value = fit(value);
         // As the event holds it when every value fits beside a 6-bit index (XORed, so that
         // [`Record::pack`] can take it out again when one does not).
         *lo = value as u32 ^ u32::from(idx) << HI_VALUE_BITS;
-        *hi = u32::from(idx) << HI_VALUE_BITS | (value >> 32) as u32;
+        *hi = u32::from(idx) << HI_VALUE_BITS | ((value >> 32) as u32 & mask(HI_VALUE_BITS));
         self.values |= value;
         self.nr = i + 1;
     }
@@ -304,7 +319,9 @@ impl Record {
                     // Wide: the index moves down to the top `bits` bits of the high word.
                     for hi in hi {
                         let top = (u64::from(*hi >> HI_VALUE_BITS) << (32 - bits)) as u32;
-                        *hi = top | (*hi & mask(HI_VALUE_BITS));
+                        // The high half, sign-extended to the bits beside the index.
+                        let high = ((*hi << IDX_BITS_MAX) as i32 >> IDX_BITS_MAX) as u32;
+                        *hi = top | (high & mask(32 - bits));
                     }
                 } else if bits > 0 {
                     // Narrow: `hi` is the index at bit HI_VALUE_BITS alone (the values'
@@ -334,14 +351,17 @@ impl Record {
         let (idx, value) = match self.packed {
             None => (
                 hi >> HI_VALUE_BITS,
-                u64::from(hi & mask(HI_VALUE_BITS)) << 32
-                    | u64::from(lo ^ (hi & !mask(HI_VALUE_BITS))),
+                sign_extend(
+                    u64::from(hi & mask(HI_VALUE_BITS)) << 32
+                        | u64::from(lo ^ (hi & !mask(HI_VALUE_BITS))),
+                    IDX_BITS_MAX,
+                ),
             ),
             Some(bits) => {
                 let word = if self.wide(bits) { hi } else { lo };
                 let idx = if bits == 0 { 0 } else { word >> (32 - bits) };
                 let value = if self.wide(bits) {
-                    u64::from(hi & mask(32 - bits)) << 32 | u64::from(lo)
+                    sign_extend(u64::from(hi & mask(32 - bits)) << 32 | u64::from(lo), bits)
                 } else {
                     u64::from(lo & mask(32 - bits))
                 };
@@ -721,6 +741,38 @@ mod tests {
             ]
         );
         assert_eq!(idx(&rec), [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn a_kernel_half_address_is_recorded_whole() {
+        const KADDR: u64 = 0xffff_ffff_8100_1234;
+        let mut rec = translate(&[0x40_0100, KADDR]);
+        let before = frames(&rec);
+        assert_eq!(before, [(0x1100, EXE), (KADDR, COOKIE_NO_MAPPING)]);
+        let p = rec.pack();
+        assert_eq!(p.idx_bits, 1);
+        assert_eq!(p.lo, [0x1100, 0x8100_1234]);
+        // The high half sign-extended below the index: 0xffff_ffff less its top bit.
+        assert_eq!(p.hi, Some(&[0, 0xffff_ffff][..]));
+        assert_eq!(frames(&rec), before);
+        // Alone, with no index bits, and beside five files.
+        let mut rec = translate(&[KADDR]);
+        assert_eq!(rec.pack().hi, Some(&[0xffff_ffff][..]));
+        assert_eq!(frames(&rec), [(KADDR, COOKIE_NO_MAPPING)]);
+        let ips = [
+            0x40_0100,
+            0x7f00_0010,
+            0x7ffd_0008,
+            0x7ffe_0010,
+            0x7fff_1234_0008,
+            KADDR,
+        ];
+        let mut rec = translate(&ips);
+        rec.pack();
+        assert_eq!(frames(&rec)[5], (KADDR, COOKIE_NO_MAPPING));
+        // A non-canonical value is recorded as the largest value.
+        let rec = translate(&[0x8000_0000_0000_0000]);
+        assert_eq!(frames(&rec), [(VALUE_MAX, COOKIE_NO_MAPPING)]);
     }
 
     #[test]

@@ -139,6 +139,9 @@ static void uu_frame(struct tep_handle *tep, const char *offs, int nr, int i, in
 	}
 	*file = bits ? word >> (32 - bits) : 0;
 	*value = wide ? (hi & vmask) << 32 | lo : lo & vmask;
+	/* A wide value is signed: sign-extended from its 64 - bits bits. */
+	if (wide)
+		*value = (unsigned long long)((long long)(*value << bits) >> bits);
 }
 
 static int uu_stack(struct trace_seq *s, struct tep_record *record,

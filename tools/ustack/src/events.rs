@@ -322,7 +322,8 @@ pub fn decode_packed_frames(
             let idx = if bits == 0 { 0 } else { word >> (32 - bits) };
             let mut value = u64::from(word & vmask);
             if wide {
-                value = value << 32 | u64::from(offs[i]);
+                // A wide value is signed: sign-extended from its 64 - bits bits.
+                value = (((value << 32 | u64::from(offs[i])) << bits) as i64 >> bits) as u64;
             }
             RawFrame {
                 value,
@@ -1194,5 +1195,8 @@ CPU:0 [LOST 7 EVENTS]
         // A wide record with an odd number of words: the whole pairs.
         assert_eq!(decode_packed_frames(&[7], &[1, 2, 3], 0, true).len(), 1);
         assert!(decode_packed_frames(&[], &[], 0, false).is_empty());
+        // A kernel-half address: the high half sign-extended below the index.
+        let f = decode_packed_frames(&[7, 0], &[0x1100, 0x8100_1234, 0, 0xffff_ffff], 1, true);
+        assert_eq!(f[1], frame(0xffff_ffff_8100_1234, Some(0)));
     }
 }
