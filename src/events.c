@@ -173,7 +173,7 @@ static enum print_line_t uu_stack_output(struct trace_iterator *iter,
 		u32 idx = bits ? word >> (32 - bits) : 0;
 		u64 value = word & vmask;
 
-		/* A wide value is signed: sign-extended from its 64 - bits bits. */
+		/* A wide value is signed: sign-extended from its low (64 - bits) bits. */
 		if (field->wide)
 			value = (u64)((s64)((value << 32 | offs[i]) << bits) >> bits);
 		if (idx < nr_files)

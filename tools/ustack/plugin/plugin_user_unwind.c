@@ -139,7 +139,7 @@ static void uu_frame(struct tep_handle *tep, const char *offs, int nr, int i, in
 	}
 	*file = bits ? word >> (32 - bits) : 0;
 	*value = wide ? (hi & vmask) << 32 | lo : lo & vmask;
-	/* A wide value is signed: sign-extended from its 64 - bits bits. */
+	/* A wide value is signed: sign-extended from its low (64 - bits) bits. */
 	if (wide)
 		*value = (unsigned long long)((long long)(*value << bits) >> bits);
 }
