@@ -30,7 +30,7 @@ bool uu_is_own_event(unsigned short type);
 bool uu_is_cookie_event(unsigned short type);
 bool uu_is_file_cache_event(unsigned short type);
 void uu_emit_stack(u64 cookie, u16 start, u16 total, const u64 *files,
-		   u32 nr_files, const u32 *lo, const u32 *hi, const u8 *idx, u32 nr);
+		   u32 nr_files, const u32 *lo, const u32 *hi, u8 idx_bits, u32 nr);
 void uu_emit_truncated(u64 cookie, u16 frames, u8 reason);	/* task context */
 bool uu_emit_file_cache(u64 cookie, const char *path, const u8 *build_id,
 			u32 build_id_len);	/* task context: true when a buffer took it */

@@ -14,6 +14,8 @@
 # blind to cache misses and stalls). Documentation/performance.rst has the tables and what
 # they mean.
 # Usage: scripts/bench.sh [ITERATIONS [ROUNDS [DEPTH...]]] (ROUNDS/3 rounds, at least 2, counted)
+# BENCH_PASSES=icount runs the instruction-count pass alone (with ROUNDS rounds), =time the
+# emulated-time pass alone; both by default.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -30,21 +32,30 @@ adds=(--add "$perf:/usr/bin/perf")
 for lib in $(ldd "$perf" | grep -oE '/[^ ]+'); do
 	adds+=(--add "$(readlink -f "$lib"):$lib")
 done
+# The guest's lines, kept in $BENCH_OUT.PASS when set (bench_report.py reads them again).
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 # Ten arms, perf's reports: longer than a test guest's default limit.
 export UU_GUEST_TIMEOUT=${UU_GUEST_TIMEOUT:-7200}
 guest() {
+	local pass=$1
+	shift
 	"$ROOT/scripts/run-guest.sh" --kernel prod --smp 1 "$@" "${adds[@]}" \
 		--add "$ROOT/tests/guest/bench.sh:/bin/bench.sh" -- "/bin/bench.sh $n $rounds $depths" \
 		>"$out" || { cat "$out" >&2; die "the bench guest failed (its output above)"; }
+	[ -z "${BENCH_OUT:-}" ] || cp "$out" "$BENCH_OUT.$pass"
 }
-say "bench: $n calls an arm, $rounds rounds, depths $depths, emulated time"
-guest
-echo "time (TCG, emulated ns):"
-python3 "$ROOT/tests/bench_report.py" "$n" "$rounds" <"$out"
-rounds=$((rounds / 3 > 2 ? rounds / 3 : 2))
+passes=${BENCH_PASSES:-time icount}
+case " $passes " in
+*" time "*)
+	say "bench: $n calls an arm, $rounds rounds, depths $depths, emulated time"
+	guest time
+	echo "time (TCG, emulated ns):"
+	python3 "$ROOT/tests/bench_report.py" "$n" "$rounds" <"$out"
+	rounds=$((rounds / 3 > 2 ? rounds / 3 : 2)) ;;
+esac
+case " $passes " in *" icount "*) ;; *) exit 0 ;; esac
 say "bench: $rounds rounds, instructions counted"
-guest --icount
+guest icount --icount
 echo "instructions (QEMU -icount, ns = instructions):"
 python3 "$ROOT/tests/bench_report.py" --icount "$n" "$rounds" <"$out"

@@ -16,9 +16,9 @@
 static DEFINE_PER_CPU(unsigned long, uu_file_cache_commits);
 
 void uu_emit_stack(u64 cookie, u16 start, u16 total, const u64 *files,
-		   u32 nr_files, const u32 *lo, const u32 *hi, const u8 *idx, u32 nr)
+		   u32 nr_files, const u32 *lo, const u32 *hi, u8 idx_bits, u32 nr)
 {
-	trace_user_unwind_stack(cookie, start, total, files, nr_files, lo, hi, idx, nr);
+	trace_user_unwind_stack(cookie, start, total, files, nr_files, lo, hi, idx_bits, nr);
 }
 
 /* Context: task, the deferred callback. */
@@ -147,17 +147,19 @@ static enum print_line_t uu_stack_output(struct trace_iterator *iter,
 	struct trace_seq *s = &iter->seq;
 	const u64 *files;
 	const u32 *offs;
-	const u8 *idx;
-	u32 nr, nr_files, nr_offs, i;
+	u32 nr, nr_files, i, bits, vmask;
 
 	if (iter->ent_size < (int)sizeof(*field))
 		return TRACE_TYPE_UNHANDLED;
 	files = uu_dynamic_array(field, iter->ent_size, field->__data_loc_files, &nr_files);
-	offs = uu_dynamic_array(field, iter->ent_size, field->__data_loc_offs, &nr_offs);
-	idx = uu_dynamic_array(field, iter->ent_size, field->__data_loc_file_idx, &nr);
+	offs = uu_dynamic_array(field, iter->ent_size, field->__data_loc_offs, &nr);
 	nr_files /= sizeof(u64);
-	nr_offs /= sizeof(u32);
-	nr = min(nr, nr_offs);
+	nr /= sizeof(u32);
+	if (field->wide)
+		nr /= 2;
+	/* A damaged idx_bits reads as none: every frame then names files[0]. */
+	bits = field->idx_bits < 32 ? field->idx_bits : 0;
+	vmask = U32_MAX >> bits;
 
 	trace_seq_printf(s, "user_unwind_stack: cookie=%llx", field->cookie);
 	if (!field->total)
@@ -167,13 +169,16 @@ static enum print_line_t uu_stack_output(struct trace_iterator *iter,
 				 field->start + nr, field->total);
 	trace_seq_putc(s, '\n');
 	for (i = 0; i < nr && !trace_seq_has_overflowed(s); i++) {
-		u64 value = offs[i];
+		u32 word = field->wide ? offs[nr + i] : offs[i];
+		u32 idx = bits ? word >> (32 - bits) : 0;
+		u64 value = word & vmask;
 
-		if (nr_offs >= 2 * nr)
-			value |= (u64)offs[nr + i] << 32;
-		if (idx[i] < nr_files)
+		/* A wide value is signed: sign-extended from its low (64 - bits) bits. */
+		if (field->wide)
+			value = (u64)((s64)((value << 32 | offs[i]) << bits) >> bits);
+		if (idx < nr_files)
 			trace_seq_printf(s, " => <%016llx> : 0x%016llx\n", value,
-					 files[idx[i]]);
+					 files[idx]);
 		else
 			trace_seq_printf(s, " => <%016llx> : ?\n", value);
 	}

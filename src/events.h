@@ -37,46 +37,50 @@ TRACE_EVENT_FN(user_unwind_cookie,
  * The user stack of one kernel entry, or frames [start, start + nr) of it when it is
  * deeper than one record holds. files[] holds the distinct file cookies of the record's
  * frames (0: no mapping, the value is the address; 1: anonymous memory without a name, the
- * value is the address). Frame i is at value offs[i] in the file with cookie
- * files[file_idx[i]]: an offset in the mapped file, or in a special mapping such as
- * [vdso], or the address in anonymous memory. A wide record (a value beyond 32 bits) holds
- * 2 * nr entries in offs[]: the low halves, then the high halves.
+ * value is the address). offs[] holds a 32-bit word a frame (nr words), or, in a wide
+ * record, two (2 * nr: the low halves of the values, then the high halves). The top
+ * idx_bits bits of a frame's word (its second word in a wide record) are the index i of
+ * its file, whose cookie is files[i]; the other bits are its value: an offset in the
+ * mapped file, or in a special mapping such as [vdso], or the address in anonymous memory.
+ * idx_bits is the fewest that number every file (0 for one); the two u8 fields sit in
+ * what would be padding before the __data_loc words.
  */
 TRACE_EVENT(user_unwind_stack,
 
 	TP_PROTO(u64 cookie, u16 start, u16 total, const u64 *files, u32 nr_files,
-		 const u32 *lo, const u32 *hi, const u8 *idx, u32 nr),
+		 const u32 *lo, const u32 *hi, u8 idx_bits, u32 nr),
 
-	TP_ARGS(cookie, start, total, files, nr_files, lo, hi, idx, nr),
+	TP_ARGS(cookie, start, total, files, nr_files, lo, hi, idx_bits, nr),
 
 	TP_STRUCT__entry(
 		__field(u64, cookie)
 		__field(u16, start)
 		__field(u16, total)
+		__field(u8, idx_bits)
+		__field(u8, wide)
 		__dynamic_array(u64, files, nr_files)
 		__dynamic_array(u32, offs, hi ? 2 * nr : nr)
-		__dynamic_array(u8, file_idx, nr)
 	),
 
 	TP_fast_assign(
 		__entry->cookie = cookie;
 		__entry->start = start;
 		__entry->total = total;
+		__entry->idx_bits = idx_bits;
+		__entry->wide = !!hi;
 		memcpy(__get_dynamic_array(files), files, nr_files * 8);
 		memcpy(__get_dynamic_array(offs), lo, nr * 4);
 		if (hi)
 			memcpy((u32 *)__get_dynamic_array(offs) + nr, hi, nr * 4);
-		memcpy(__get_dynamic_array(file_idx), idx, nr);
 	),
 
-	TP_printk("cookie=%llx start=%u total=%u files=%s offs=%s file_idx=%s",
-		  __entry->cookie, __entry->start, __entry->total,
+	TP_printk("cookie=%llx start=%u total=%u idx_bits=%u wide=%u files=%s offs=%s",
+		  __entry->cookie, __entry->start, __entry->total, __entry->idx_bits,
+		  __entry->wide,
 		  __print_array(__get_dynamic_array(files),
 				__get_dynamic_array_len(files) / 8, 8),
 		  __print_array(__get_dynamic_array(offs),
-				__get_dynamic_array_len(offs) / 4, 4),
-		  __print_array(__get_dynamic_array(file_idx),
-				__get_dynamic_array_len(file_idx), 1))
+				__get_dynamic_array_len(offs) / 4, 4))
 );
 
 /*

@@ -9,8 +9,8 @@
 //! threads), and `mmap_lock` only when that fails and only if it is free; the fields needed
 //! are copied out and the lock dropped at once; a file's cookie is hashed once, then
 //! remembered; a file is held by a reference only when its `file_cache` is due; frames go
-//! through a 1.1 KiB on-stack [`Record`]: the steady state allocates nothing and writes no
-//! shared cache line (only a `file_cache` event needs a path buffer).
+//! through a 1 KiB [`Record`] taken from a small pool (not zeroed for every stack): the
+//! steady state allocates nothing (only a `file_cache` event needs a path buffer).
 //!
 //! The callback runs inside the deferred unwinder's SRCU read side, which
 //! `unwind_deferred_cancel()` (module unload) waits for: it never sleeps on a lock another
@@ -30,6 +30,8 @@ use crate::logic::memo::CookieMemo;
 use crate::logic::offset::Mapping;
 use crate::stats::{self, Stat};
 use crate::Keys;
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::mm::virt::VmaRef;
 use kernel::mm::MmWithUser;
 use kernel::page::PAGE_SHIFT;
@@ -194,11 +196,77 @@ impl AddressSpace for TaskSpace<'_, '_> {
     }
 }
 
+/// A record kept for the callbacks, so that a stack does not zero a 1 KiB [`Record`] on its
+/// own stack every time (about 200 instructions): a callback takes a free one, clears it
+/// (a few words) and gives it back when done.
+struct RecordSlot {
+    /// Whether a callback holds the slot.
+    busy: AtomicBool,
+    rec: UnsafeCell<Record>,
+}
+
+// SAFETY: `rec` is only accessed through a [`PooledRecord`], which exists only while its
+// holder has `busy` (set with acquire ordering, cleared with release ordering when the
+// holder is done).
+unsafe impl Sync for RecordSlot {}
+
+/// Records in the pool: one per CPU on a small machine; a callback that finds the slots
+/// of its CPU and the others busy (more CPUs, or callbacks asleep in a `file_cache`'s file
+/// read) builds one on its stack.
+const POOLED_RECORDS: usize = 8;
+
+static RECORDS: [RecordSlot; POOLED_RECORDS] = [const {
+    RecordSlot {
+        busy: AtomicBool::new(false),
+        rec: UnsafeCell::new(Record::new()),
+    }
+}; POOLED_RECORDS];
+
+/// A record taken from the pool, returned when dropped.
+///
+/// # Invariants
+///
+/// `slot.busy` is set, by this holder, for as long as it lives.
+struct PooledRecord {
+    slot: &'static RecordSlot,
+}
+
+impl PooledRecord {
+    /// A free record of the pool, starting with the slot of the CPU that made the unwind
+    /// `cookie` (its high half is the CPU's number plus one), so that each CPU's callbacks
+    /// keep using the same memory.
+    fn take(cookie: u64) -> Option<Self> {
+        let first = (cookie >> 32) as usize;
+        (0..POOLED_RECORDS).find_map(|i| {
+            let slot = &RECORDS[(first + i) % POOLED_RECORDS];
+            let free = !slot.busy.load(Ordering::Relaxed)
+                && slot
+                    .busy
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok();
+            // INVARIANT: `busy` was just set by this holder.
+            free.then_some(PooledRecord { slot })
+        })
+    }
+
+    fn get(&mut self) -> &mut Record {
+        // SAFETY: By the type invariant, this holder has `busy`: nobody else accesses the
+        // record until it is dropped, and `&mut self` makes the borrow unique here.
+        unsafe { &mut *self.slot.rec.get() }
+    }
+}
+
+impl Drop for PooledRecord {
+    fn drop(&mut self) {
+        self.slot.busy.store(false, Ordering::Release);
+    }
+}
+
 /// Writes the record of a stack without frames (the unwinder found none, or the task has no
 /// user address space any more): the cookie still gets its stack, so that it cannot be
 /// mistaken for a lost event.
 fn record_empty(cookie: u64) {
-    emit(cookie, 0, 0, &Record::new());
+    emit(cookie, 0, 0, &mut Record::new());
     stats::add(Stat::EmptyStacks, 1);
 }
 
@@ -225,20 +293,31 @@ pub(crate) fn record_known<T: Ip>(ips: &[T], cookie: u64, keys: &Keys, known: &[
     }
     let ips = &ips[..ips.len().min(usize::from(u16::MAX))];
     let total = ips.len() as u16;
-    let mut rec = Record::new();
+    let mut pooled = PooledRecord::take(cookie);
+    let mut own = None;
+    let rec = match pooled.as_mut() {
+        Some(pooled) => pooled.get(),
+        None => own.insert(Record::new()),
+    };
     // Every `file_cache` the stack writes, first sightings, reminders and repeats alike.
     let mut budget = NEW_FILES_PER_STACK;
     let mut last_miss = None;
     let want_files = files::wanted();
     stats::add(Stat::Frames, ips.len() as u64);
+    let mut translator = Translator::new(PAGE_SHIFT as u32);
 
     for (start, len) in chunks(ips.len()) {
         let frames = || ips[start..start + len].iter().map(|&ip| ip.addr());
-        // Fresh held files and translator per chunk look every file of the chunk up again,
-        // so each chunk holds the files it reports. The files are released at the end of
-        // the block, in place (a `drop()` would move them first).
+        // Fresh held files per chunk, and the translator's VMAs of files whose
+        // `file_cache` is not known to be in the trace forgotten: every such file of the
+        // chunk is looked up again, so each chunk holds the files it reports. The files
+        // are released at the end of the block, in place (a `drop()` would move them
+        // first).
         let report = {
             let mut held = HeldFiles::new(keys, budget);
+            if want_files {
+                translator.retain(|cookie| held.knows(cookie));
+            }
             let mut space = TaskSpace {
                 mm,
                 keys,
@@ -247,10 +326,10 @@ pub(crate) fn record_known<T: Ip>(ips: &[T], cookie: u64, keys: &Keys, known: &[
                 last_miss: &mut last_miss,
             };
             rec.clear();
-            Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), &mut rec);
+            translator.translate(&mut space, frames(), rec);
             want_files.then(|| held.report(&mut budget))
         };
-        emit(cookie, start as u16, total, &rec);
+        emit(cookie, start as u16, total, rec);
         // A reader reset the buffer between the chunk's `file_cache` events (or the
         // sightings that found them written) and its stack: the cache starts anew, so
         // looking the chunk's files up again holds every one the new generation lacks, and
@@ -265,29 +344,29 @@ pub(crate) fn record_known<T: Ip>(ips: &[T], cookie: u64, keys: &Keys, known: &[
                 last_miss: &mut last_miss,
             };
             rec.clear();
-            Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), &mut rec);
+            Translator::new(PAGE_SHIFT as u32).translate(&mut space, frames(), rec);
             held.report(&mut budget);
         }
     }
 }
 
 /// Writes `rec` as one `user_unwind_stack` event.
-fn emit(cookie: u64, start: u16, total: u16, rec: &Record) {
-    let files = rec.files();
-    let hi = rec.hi().map_or(core::ptr::null(), |hi| hi.as_ptr());
-    // SAFETY: `files` holds `files.len()` cookies, `lo`, `idx` (and `hi` when not null)
-    // `rec.len()` entries each; the tracepoint only reads them, within those lengths.
+fn emit(cookie: u64, start: u16, total: u16, rec: &mut Record) {
+    let p = rec.pack();
+    let hi = p.hi.map_or(core::ptr::null(), |hi| hi.as_ptr());
+    // SAFETY: `files` holds `files.len()` cookies, `lo` (and `hi` when not null)
+    // `lo.len()` words each; the tracepoint only reads them, within those lengths.
     unsafe {
         ffi::uu_emit_stack(
             cookie,
             start,
             total,
-            files.as_ptr(),
-            files.len() as u32,
-            rec.lo().as_ptr(),
+            p.files.as_ptr(),
+            p.files.len() as u32,
+            p.lo.as_ptr(),
             hi,
-            rec.idx().as_ptr(),
-            rec.len() as u32,
+            p.idx_bits,
+            p.lo.len() as u32,
         )
     };
 }

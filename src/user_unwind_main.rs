@@ -139,7 +139,7 @@ mod ffi {
             nr_files: u32,
             lo: *const u32,
             hi: *const u32,
-            idx: *const u8,
+            idx_bits: u8,
             nr: u32,
         );
         pub(crate) fn uu_files_init() -> c_int;

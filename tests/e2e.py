@@ -27,7 +27,8 @@ LINE = re.compile(r"^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s
                   r"(?P<ts>[\d.]+):\s+(?P<event>\w+):\s*(?P<rest>.*)$")
 # The arrays of a user_unwind_stack printed by its format: as the kernel's __print_array
 # prints them ({0x1,0x2}) and as libtraceevent 1.7.1 does (1 2).
-ARRAY = re.compile(r"\b(files|offs|file_idx)=(\{[0-9a-fx,]*\}|[0-9 ]*?)(?= \w+=|$)")
+ARRAY = re.compile(r"\b(files|offs)=(\{[0-9a-fx,]*\}|[0-9 ]*?)(?= \w+=|$)")
+PACKING = re.compile(r"\bidx_bits=(\d+) wide=(\d+)\b")
 FILE_CACHE = re.compile(r"path=(?P<path>.*) build_id=(?P<id>[0-9a-f]*) build_id_len=(?P<len>\d+)")
 FRAME = re.compile(r"^ => <([0-9a-f]+)> : 0x([0-9a-f]+)$")
 CHAIN = ["uu_lib_syscall", "uu_c", "uu_b", "uu_a", "main"]
@@ -60,16 +61,30 @@ def values(lines):
 
 def parse_arrays(rest):
     """The (value, file cookie) pairs of a user_unwind_stack printed by its format: the
-    file table, the 32-bit values (low halves, then high halves in a wide record) and the
-    per-frame table indices (Documentation/user_unwind.rst, "Events")."""
+    file table and a 32-bit word a frame (two in a wide record: the low halves, then the
+    high halves), the frame's file index in the top idx_bits bits of its (last) word
+    (Documentation/user_unwind.rst, "Events")."""
+    packing = PACKING.search(rest)
+    if not packing:
+        return []
+    bits, wide = int(packing.group(1)), packing.group(2) != "0"
     arrays = {}
     for name, text in ARRAY.findall(rest):
         text = text.strip("{}")
         arrays[name] = [int(x, 0) for x in (text.split(",") if "," in text else text.split())]
-    files, offs, idx = (arrays.get(k, []) for k in ("files", "offs", "file_idx"))
-    wide = len(offs) == 2 * len(idx)
-    return [((offs[len(idx) + i] << 32 if wide else 0) | offs[i],
-             files[j] if j < len(files) else None) for i, j in enumerate(idx)]
+    files, offs = (arrays.get(k, []) for k in ("files", "offs"))
+    nr = len(offs) // 2 if wide else len(offs)
+    vmask = 0xffffffff >> bits
+    frames = []
+    for i in range(nr):
+        word = offs[nr + i] if wide else offs[i]
+        j = word >> (32 - bits) if bits else 0
+        value = ((word & vmask) << 32 | offs[i]) if wide else word & vmask
+        if wide and bits and value >> (63 - bits):
+            # A wide value is signed: sign-extended from its 64 - bits bits.
+            value |= ((1 << bits) - 1) << (64 - bits)
+        frames.append((value, files[j] if j < len(files) else None))
+    return frames
 
 
 def parse_trace(lines):

@@ -11,10 +11,11 @@
 //! address, and never the name of another file.
 //!
 //! A record is compact ([`Record`]): the distinct file cookies of its frames once, in a table,
-//! and per frame a 32-bit offset and a one-byte index into that table, 5 bytes a frame instead
-//! of the 16 of an (offset, cookie) pair. A record with a value that needs more than 32 bits
-//! (a raw address, an offset in a file beyond 4 GiB) is wide: the high halves follow the low
-//! ones, 9 bytes a frame.
+//! and per frame one 32-bit word, its index into that table in the top bits (as many as the
+//! table needs: none for one file, two for up to four) and its offset in the others, 4 bytes
+//! a frame instead of the 16 of an (offset, cookie) pair. A record with a value that does
+//! not fit (a raw address, an offset in a file beyond what the index leaves) is wide: a
+//! second word a frame holds the index and the high half, 8 bytes a frame.
 
 #![forbid(unsafe_code)]
 
@@ -30,8 +31,8 @@ pub const COOKIE_NO_FILE: u64 = 1;
 
 /// Frames per `user_unwind_stack` record. A deeper stack is split into several records that
 /// share the unwind cookie and say where they start, so nothing is cut silently. A record of
-/// 64 frames is at most 1.1 KiB: it always fits a ring-buffer sub-buffer, and the indices fit
-/// a byte.
+/// 64 frames is at most 1.1 KiB: it always fits a ring-buffer sub-buffer, and an index
+/// takes at most 6 bits.
 pub const CHUNK_FRAMES: usize = 64;
 
 /// The identity of a mapped file: what `/proc/PID/maps` shows (the device and inode number
@@ -131,23 +132,85 @@ pub fn name_cookie(name: &[u8], key: &SipKey) -> u64 {
     unreserved(siphash(name, key))
 }
 
+/// Bits of a frame's value, signed: every value is in `[-2^57, 2^57)` as an `i64` (a
+/// value outside is recorded as [`VALUE_MAX`]: no user address, no canonical kernel
+/// address and no offset in a file below 128 PiB is), so that a wide record's high half,
+/// sign-extended, has room for a file index of up to [`IDX_BITS_MAX`] bits. A raw address
+/// in the kernel half (a return address the unwinder found outside user space) is
+/// negative.
+pub const VALUE_BITS: u32 = 58;
+/// The largest value a frame records.
+pub const VALUE_MAX: u64 = (1 << (VALUE_BITS - 1)) - 1;
+
+/// `value` if it is one a frame can record, else [`VALUE_MAX`].
+fn fit(value: u64) -> u64 {
+    match (value as i64) >> (VALUE_BITS - 1) {
+        0 | -1 => value,
+        _ => VALUE_MAX,
+    }
+}
+
+/// `value` sign-extended from its low `64 - bits` bits.
+fn sign_extend(value: u64, bits: u32) -> u64 {
+    ((value << bits) as i64 >> bits) as u64
+}
+/// Bits of the widest file index: a record has at most [`CHUNK_FRAMES`] files.
+pub const IDX_BITS_MAX: u32 = 64 - VALUE_BITS;
+
 /// The frames of one `user_unwind_stack` record, in the event's layout: `files` the distinct
-/// file cookies, and per frame `lo` (and, in a wide record, `hi`) the halves of its value and
-/// `idx` the index of its cookie in `files`.
+/// file cookies and, per frame, one 32-bit word holding the index of its file in `files` in
+/// its top `idx_bits` bits and its value in the others; a record with a value that does not
+/// fit (a raw address, an offset beyond what the index leaves) is wide: the words hold the
+/// low halves of the values, then as many words hold the index and the high halves, in the
+/// same way.
+///
+/// A record whose values all fit in 26 bits (the common case: offsets in files below 64
+/// MiB) takes a 6-bit index whatever its number of files, so that each frame's word is final
+/// as it is added and writing the event is a copy; only a record with a larger value takes
+/// the fewest bits that number its files (or turns wide), in a pass over its frames.
+/// While frames are added, `lo` holds each value's low half XORed with the index at bit
+/// 26, and `hi` the index in the top [`IDX_BITS_MAX`] bits above the value's high half;
+/// [`Record::pack`] turns that into the event's layout in place.
 pub struct Record {
     files: [u64; CHUNK_FRAMES],
     nr_files: usize,
     lo: [u32; CHUNK_FRAMES],
     hi: [u32; CHUNK_FRAMES],
-    idx: [u8; CHUNK_FRAMES],
     nr: usize,
-    wide: bool,
+    /// Every value added, ORed: whether they all fit a narrow record.
+    values: u64,
+    /// `Some(idx_bits)` once packed.
+    packed: Option<u32>,
 }
 
 impl Default for Record {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// High bits of a value, under the index while a record is filled.
+const HI_VALUE_BITS: u32 = VALUE_BITS - 32;
+
+/// The low `bits` bits of a word.
+const fn mask(bits: u32) -> u32 {
+    if bits >= 32 {
+        u32::MAX
+    } else {
+        (1 << bits) - 1
+    }
+}
+
+/// A record in the event's layout ([`Record::pack`]).
+pub struct Packed<'a> {
+    /// The distinct file cookies.
+    pub files: &'a [u64],
+    /// One word a frame: the low halves of the values (with the index in a narrow record).
+    pub lo: &'a [u32],
+    /// In a wide record, one more word a frame: the index and the high halves.
+    pub hi: Option<&'a [u32]>,
+    /// The bits of the index at the top of a frame's word.
+    pub idx_bits: u8,
 }
 
 impl Record {
@@ -158,9 +221,9 @@ impl Record {
             nr_files: 0,
             lo: [0; CHUNK_FRAMES],
             hi: [0; CHUNK_FRAMES],
-            idx: [0; CHUNK_FRAMES],
             nr: 0,
-            wide: false,
+            values: 0,
+            packed: None,
         }
     }
 
@@ -168,7 +231,8 @@ impl Record {
     pub fn clear(&mut self) {
         self.nr_files = 0;
         self.nr = 0;
-        self.wide = false;
+        self.values = 0;
+        self.packed = None;
     }
 
     /// The index of `cookie` in the table, added if new. The table has room for one
@@ -186,15 +250,18 @@ impl Record {
     }
 
     /// Appends a frame whose file has table index `idx`; the caller checked for room.
+    #[inline]
     fn push(&mut self, value: u64, idx: u8) {
         let i = self.nr;
-        let (Some(lo), Some(hi), Some(slot)) =
-            (self.lo.get_mut(i), self.hi.get_mut(i), self.idx.get_mut(i))
-        else {
+        let (Some(lo), Some(hi)) = (self.lo.get_mut(i), self.hi.get_mut(i)) else {
             return;
         };
-        (*lo, *hi, *slot) = (value as u32, (value >> 32) as u32, idx);
-        self.wide |= *hi != 0;
+        let value = fit(value);
+        // As the event holds it when every value fits beside a 6-bit index (XORed, so that
+        // [`Record::pack`] can take it out again when one does not).
+        *lo = value as u32 ^ u32::from(idx) << HI_VALUE_BITS;
+        *hi = u32::from(idx) << HI_VALUE_BITS | ((value >> 32) as u32 & mask(HI_VALUE_BITS));
+        self.values |= value;
         self.nr = i + 1;
     }
 
@@ -213,27 +280,105 @@ impl Record {
         &self.files[..self.nr_files]
     }
 
-    /// The low 32 bits of each frame's value.
-    pub fn lo(&self) -> &[u32] {
-        &self.lo[..self.nr]
+    /// The bits a file index takes in the event: the fewest that number every file.
+    fn idx_bits(&self) -> u32 {
+        match self.nr_files {
+            0 | 1 => 0,
+            n => usize::BITS - (n - 1).leading_zeros(),
+        }
     }
 
-    /// The high 32 bits of each frame's value, for a wide record; `None` when all are 0.
-    pub fn hi(&self) -> Option<&[u32]> {
-        self.wide.then(|| &self.hi[..self.nr])
+    /// Whether the record is wide: some value does not fit beside the index.
+    fn wide(&self, idx_bits: u32) -> bool {
+        self.values > u64::from(mask(32 - idx_bits))
     }
 
-    /// Each frame's index into [`Record::files`].
-    pub fn idx(&self) -> &[u8] {
-        &self.idx[..self.nr]
+    /// The record in the event's layout: the index moved to the top `idx_bits` bits of the
+    /// word that holds it. Once packed, a record takes no more frames until cleared.
+    pub fn pack(&mut self) -> Packed<'_> {
+        let bits = match self.packed {
+            Some(bits) => bits,
+            None => {
+                if self.values >> HI_VALUE_BITS == 0 {
+                    // Every value fits beside a 6-bit index: the words are as pushed.
+                    self.packed = Some(IDX_BITS_MAX);
+                    return Packed {
+                        files: &self.files[..self.nr_files],
+                        lo: &self.lo[..self.nr],
+                        hi: None,
+                        idx_bits: IDX_BITS_MAX as u8,
+                    };
+                }
+                let bits = self.idx_bits();
+                let n = self.nr;
+                let (lo, hi) = (&mut self.lo[..n], &mut self.hi[..n]);
+                for (lo, hi) in lo.iter_mut().zip(hi.iter()) {
+                    *lo ^= *hi & !mask(HI_VALUE_BITS);
+                }
+                if self.values > u64::from(mask(32 - bits)) {
+                    // Wide: the index moves down to the top `bits` bits of the high word.
+                    for hi in hi {
+                        let top = (u64::from(*hi >> HI_VALUE_BITS) << (32 - bits)) as u32;
+                        // The high half, sign-extended to the bits beside the index.
+                        let high = ((*hi << IDX_BITS_MAX) as i32 >> IDX_BITS_MAX) as u32;
+                        *hi = top | (high & mask(32 - bits));
+                    }
+                } else if bits > 0 {
+                    // Narrow: `hi` is the index at bit HI_VALUE_BITS alone (the values'
+                    // high halves are 0); moved to the top `bits` bits of the low word.
+                    let up = IDX_BITS_MAX - bits;
+                    for (lo, hi) in lo.iter_mut().zip(hi.iter()) {
+                        *lo |= *hi << up;
+                    }
+                }
+                self.packed = Some(bits);
+                bits
+            }
+        };
+        let wide = self.wide(bits);
+        Packed {
+            files: &self.files[..self.nr_files],
+            lo: &self.lo[..self.nr],
+            hi: wide.then(|| &self.hi[..self.nr]),
+            idx_bits: bits as u8,
+        }
     }
 
-    /// Frame `i` as (value, file cookie).
+    /// Frame `i` as (value, file cookie), packed or not.
     pub fn frame(&self, i: usize) -> Option<(u64, u64)> {
-        let lo = u64::from(*self.lo().get(i)?);
-        let hi = self.hi().map_or(0, |hi| u64::from(hi[i]));
-        let file = *self.files().get(usize::from(self.idx[i]))?;
-        Some((hi << 32 | lo, file))
+        let lo = *self.lo[..self.nr].get(i)?;
+        let hi = self.hi[i];
+        let (idx, value) = match self.packed {
+            None => (
+                hi >> HI_VALUE_BITS,
+                sign_extend(
+                    u64::from(hi & mask(HI_VALUE_BITS)) << 32
+                        | u64::from(lo ^ (hi & !mask(HI_VALUE_BITS))),
+                    IDX_BITS_MAX,
+                ),
+            ),
+            Some(bits) => {
+                let word = if self.wide(bits) { hi } else { lo };
+                let idx = if bits == 0 { 0 } else { word >> (32 - bits) };
+                let value = if self.wide(bits) {
+                    sign_extend(u64::from(hi & mask(32 - bits)) << 32 | u64::from(lo), bits)
+                } else {
+                    u64::from(lo & mask(32 - bits))
+                };
+                (idx, value)
+            }
+        };
+        let file = *self.files().get(idx as usize)?;
+        Some((value, file))
+    }
+
+    /// Frame `i`'s index into [`Record::files`].
+    pub fn idx(&self, i: usize) -> Option<u8> {
+        let (_, file) = self.frame(i)?;
+        self.files()
+            .iter()
+            .position(|&f| f == file)
+            .map(|i| i as u8)
     }
 }
 
@@ -258,7 +403,7 @@ impl Remembered {
 
     /// What a frame in `vma` records: its offset in the file, its offset from the start of a
     /// special mapping, or the address itself in anonymous memory. `None` when an offset in
-    /// the VMA does not fit in 64 bits.
+    /// the VMA does not fit in [`VALUE_BITS`] bits.
     fn new(vma: &Vma, cookie: u64, page_shift: u32) -> Option<Self> {
         let map = vma.map;
         let base = match vma.backing {
@@ -267,7 +412,10 @@ impl Remembered {
             Backing::Anonymous(_) => map.start,
         };
         // The value of the VMA's last byte fits, so every value in it does.
-        base.checked_add(map.end.checked_sub(map.start)?.checked_sub(1)?)?;
+        let last = base.checked_add(map.end.checked_sub(map.start)?.checked_sub(1)?)?;
+        if last > VALUE_MAX {
+            return None;
+        }
         Some(Remembered {
             start: map.start,
             end: map.end,
@@ -304,6 +452,20 @@ impl Translator {
             last: None,
             older: [Remembered::EMPTY; RECENT - 1],
             lookups: 0,
+        }
+    }
+
+    /// Forgets the remembered VMAs whose cookie `keep` refuses, so that the next frames in
+    /// them are looked up again: a stack's next record keeps the VMAs of files whose
+    /// `file_cache` is known to be in the trace, and looks up (and so holds) the others.
+    pub fn retain(&mut self, keep: impl Fn(u64) -> bool) {
+        if self.last.is_some_and(|r| !keep(r.cookie)) {
+            self.last = None;
+        }
+        for r in &mut self.older {
+            if r.end > r.start && !keep(r.cookie) {
+                *r = Remembered::EMPTY;
+            }
         }
     }
 
@@ -457,6 +619,10 @@ mod tests {
         (0..rec.len()).map(|i| rec.frame(i).unwrap()).collect()
     }
 
+    fn idx(rec: &Record) -> Vec<u8> {
+        (0..rec.len()).map(|i| rec.idx(i).unwrap()).collect()
+    }
+
     fn translate(ips: &[u64]) -> Record {
         let mut rec = Record::new();
         let mut t = Translator::new(12);
@@ -485,8 +651,8 @@ mod tests {
     }
 
     #[test]
-    fn a_record_holds_each_file_once_and_a_byte_per_frame() {
-        let rec = translate(&[
+    fn a_record_holds_each_file_once_and_a_word_per_frame() {
+        let mut rec = translate(&[
             0x40_0100,
             0x7f00_0010,
             0x40_0200,
@@ -496,20 +662,174 @@ mod tests {
         ]);
         let (exe, lib) = (EXE, LIB);
         assert_eq!(rec.files(), [exe, lib, COOKIE_NO_MAPPING]);
-        assert_eq!(rec.idx(), [0, 1, 0, 0, 1, 2]);
-        assert_eq!(rec.lo(), [0x1100, 0x10, 0x1200, 0x1300, 0x20, 0x99]);
-        assert_eq!(rec.hi(), None);
+        assert_eq!(idx(&rec), [0, 1, 0, 0, 1, 2]);
+        let before = frames(&rec);
+        // Values below 2^26: the index takes the top 6 bits, as pushed.
+        let p = rec.pack();
+        assert_eq!(p.idx_bits, 6);
+        assert_eq!(
+            p.lo,
+            [
+                0x1100,
+                0x0400_0010,
+                0x1200,
+                0x1300,
+                0x0400_0020,
+                0x0800_0099
+            ]
+        );
+        assert_eq!(p.hi, None);
+        assert_eq!(frames(&rec), before);
+        // Packing twice changes nothing.
+        assert_eq!(rec.pack().lo[1], 0x0400_0010);
+        assert_eq!(frames(&rec), before);
+    }
+
+    #[test]
+    fn index_bits_and_width_follow_every_frame_of_the_record() {
+        // One file (no index bits), a value of 32 bits; then a second file: the first
+        // value no longer fits beside a one-bit index, so the record turns wide.
+        const SPC: &[Vma] = &[Vma {
+            map: Mapping {
+                start: 0x1000,
+                end: 0x3000,
+                pgoff: 0x000f_fff0,
+            },
+            backing: Backing::File(EXE),
+        }];
+        let mut rec = Record::new();
+        let mut t = Translator::new(12);
+        t.translate(&mut Space(SPC), [0x1000, 0x2000], &mut rec);
+        t.translate(&mut Space(SPC), [0x10, 0x1008], &mut rec);
+        let p = rec.pack();
+        assert_eq!(p.idx_bits, 1);
+        assert_eq!(p.lo, [0xffff_0000, 0xffff_1000, 0x10, 0xffff_0008]);
+        assert_eq!(p.hi, Some(&[0, 0, 0x8000_0000, 0][..]));
+        // Values below 2^26 keep the 6-bit index they were pushed with.
+        let mut rec = translate(&[0x40_0100, 0x7f00_0010, 0x7ffe_0010, 0x40_0200]);
+        let p = rec.pack();
+        assert_eq!((p.idx_bits, p.hi), (6, None));
+        assert_eq!(p.lo, [0x1100, 0x0400_0010, 0x0800_0010, 0x1200]);
+        // A value of 2^26 with two files: the index taken out, then put back in one bit.
+        const BIG: &[Vma] = &[Vma {
+            map: Mapping {
+                start: 0x1000,
+                end: 0x2000,
+                pgoff: 0x4000,
+            },
+            backing: Backing::File(EXE),
+        }];
+        let mut rec = Record::new();
+        Translator::new(12).translate(&mut Space(BIG), [0x1000, 0x10], &mut rec);
+        let before = frames(&rec);
+        let p = rec.pack();
+        assert_eq!((p.idx_bits, p.hi), (1, None));
+        assert_eq!(p.lo, [0x0400_0000, 0x8000_0010]);
+        assert_eq!(frames(&rec), before);
+        let all: Vec<u64> = (0..5)
+            .map(|i| [0x40_0100, 0x7f00_0010, 0x7ffe_0010, 0x7ffd_0008, 0x1234][i])
+            .collect();
+        let rec = translate(&all);
+        assert_eq!(
+            frames(&rec),
+            [
+                (0x1100, EXE),
+                (0x10, LIB),
+                (0x10, VDSO),
+                (0x7ffd_0008, COOKIE_NO_FILE),
+                (0x1234, COOKIE_NO_MAPPING)
+            ]
+        );
+        assert_eq!(idx(&rec), [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn a_kernel_half_address_is_recorded_whole() {
+        const KADDR: u64 = 0xffff_ffff_8100_1234;
+        let mut rec = translate(&[0x40_0100, KADDR]);
+        let before = frames(&rec);
+        assert_eq!(before, [(0x1100, EXE), (KADDR, COOKIE_NO_MAPPING)]);
+        let p = rec.pack();
+        assert_eq!(p.idx_bits, 1);
+        assert_eq!(p.lo, [0x1100, 0x8100_1234]);
+        // The high half sign-extended below the index: 0xffff_ffff less its top bit.
+        assert_eq!(p.hi, Some(&[0, 0xffff_ffff][..]));
+        assert_eq!(frames(&rec), before);
+        // Alone, with no index bits, and beside five files.
+        let mut rec = translate(&[KADDR]);
+        assert_eq!(rec.pack().hi, Some(&[0xffff_ffff][..]));
+        assert_eq!(frames(&rec), [(KADDR, COOKIE_NO_MAPPING)]);
+        let ips = [
+            0x40_0100,
+            0x7f00_0010,
+            0x7ffd_0008,
+            0x7ffe_0010,
+            0x7fff_1234_0008,
+            KADDR,
+        ];
+        let mut rec = translate(&ips);
+        rec.pack();
+        assert_eq!(frames(&rec)[5], (KADDR, COOKIE_NO_MAPPING));
+        // A non-canonical value is recorded as the largest value.
+        let rec = translate(&[0x8000_0000_0000_0000]);
+        assert_eq!(frames(&rec), [(VALUE_MAX, COOKIE_NO_MAPPING)]);
+    }
+
+    #[test]
+    fn one_file_takes_no_index_bits() {
+        let mut rec = translate(&[0x40_0100, 0x40_0200]);
+        let p = rec.pack();
+        assert_eq!((p.idx_bits, p.lo, p.hi), (6, &[0x1100, 0x1200][..], None));
+        // A large offset: the fewest bits, none for one file.
+        const BIG: &[Vma] = &[Vma {
+            map: Mapping {
+                start: 0x1000,
+                end: 0x2000,
+                pgoff: 0x000f_fff0,
+            },
+            backing: Backing::File(EXE),
+        }];
+        let mut rec = Record::new();
+        Translator::new(12).translate(&mut Space(BIG), [0x1000], &mut rec);
+        let p = rec.pack();
+        assert_eq!((p.idx_bits, p.lo, p.hi), (0, &[0xffff_0000][..], None));
+    }
+
+    #[test]
+    fn a_value_that_leaves_no_room_for_the_index_makes_the_record_wide() {
+        // 0xffff_0000 fits 32 bits alone, not beside a one-bit index.
+        const SPC: &[Vma] = &[Vma {
+            map: Mapping {
+                start: 0x1000,
+                end: 0x2000,
+                pgoff: 0x000f_fff0,
+            },
+            backing: Backing::File(EXE),
+        }];
+        let mut rec = Record::new();
+        Translator::new(12).translate(&mut Space(SPC), [0x1000], &mut rec);
+        assert_eq!(rec.pack().hi, None);
+        let mut rec = Record::new();
+        Translator::new(12).translate(&mut Space(SPC), [0x1000, 0x5000_0000], &mut rec);
+        let p = rec.pack();
+        assert_eq!(p.idx_bits, 1);
+        assert_eq!(p.lo, [0xffff_0000, 0x5000_0000]);
+        assert_eq!(p.hi, Some(&[0, 0x8000_0000][..]));
+        assert_eq!(
+            frames(&rec),
+            [(0xffff_0000, EXE), (0x5000_0000, COOKIE_NO_MAPPING)]
+        );
     }
 
     #[test]
     fn values_beyond_32_bits_make_the_record_wide() {
-        let rec = translate(&[0x40_0100, 0x7fff_1234_5678]);
-        assert_eq!(rec.lo(), [0x1100, 0x1234_5678]);
-        assert_eq!(rec.hi(), Some(&[0, 0x7fff][..]));
+        let mut rec = translate(&[0x40_0100, 0x7fff_1234_5678]);
+        let p = rec.pack();
+        assert_eq!(p.lo, [0x1100, 0x1234_5678]);
+        assert_eq!(p.hi, Some(&[0, 0x8000_7fff][..]));
         assert_eq!(frames(&rec)[1], (0x7fff_1234_5678, JIT));
-        let mut rec = rec;
         rec.clear();
-        assert!(rec.is_empty() && rec.files().is_empty() && rec.hi().is_none());
+        assert!(rec.is_empty() && rec.files().is_empty() && rec.pack().hi.is_none());
     }
 
     #[test]
@@ -534,7 +854,7 @@ mod tests {
                 (0x1200, exe)
             ]
         );
-        assert_eq!(rec.idx(), [0, 1, 0]);
+        assert_eq!(idx(&rec), [0, 1, 0]);
     }
 
     #[test]
@@ -620,7 +940,11 @@ mod tests {
         t.translate(&mut Space(SPACE), ips.iter().copied(), &mut rec);
         assert_eq!(t.lookups(), 20);
         assert_eq!(rec.files(), [exe, lib, COOKIE_NO_FILE, VDSO, JIT]);
-        assert_eq!(rec.idx()[15..], [0, 1, 2, 3, 4]);
+        assert_eq!(idx(&rec)[15..], [0, 1, 2, 3, 4]);
+        // Five files: three bits of index; the JIT's addresses make the record wide.
+        let p = rec.pack();
+        assert_eq!((p.idx_bits, p.hi.map(|hi| hi[19])), (3, Some(0x8000_7fff)));
+        assert_eq!(frames(&rec)[19], (0x7fff_1234_0008, JIT));
     }
 
     #[test]
@@ -630,9 +954,32 @@ mod tests {
         t.translate(&mut Space(SPACE), [0x40_0100, 0x7f00_0010], &mut one);
         t.translate(&mut Space(SPACE), [0x7f00_0020, 0x40_0200], &mut two);
         let (exe, lib) = (EXE, LIB);
-        assert_eq!((two.files(), two.idx()), (&[lib, exe][..], &[0, 1][..]));
+        assert_eq!(
+            (two.files(), &idx(&two)[..]),
+            (&[lib, exe][..], &[0, 1][..])
+        );
         assert_eq!(frames(&two), [(0x20, lib), (0x1200, exe)]);
         assert_eq!(t.lookups(), 2);
+    }
+
+    #[test]
+    fn a_translator_forgets_the_vmas_it_is_told_to() {
+        let mut t = Translator::new(12);
+        let mut rec = Record::new();
+        let ips = [0x40_0100, 0x7f00_0010, 0x7ffe_0010];
+        t.translate(&mut Space(SPACE), ips, &mut rec);
+        assert_eq!(t.lookups(), 3);
+        // The next record: the library's VMA forgotten, the others kept.
+        t.retain(|cookie| cookie != LIB);
+        rec.clear();
+        t.translate(&mut Space(SPACE), ips, &mut rec);
+        assert_eq!(t.lookups(), 4);
+        assert_eq!(frames(&rec), [(0x1100, EXE), (0x10, LIB), (0x10, VDSO)]);
+        // Forgetting the last VMA too.
+        t.retain(|cookie| cookie == LIB);
+        rec.clear();
+        t.translate(&mut Space(SPACE), ips, &mut rec);
+        assert_eq!(t.lookups(), 6);
     }
 
     #[test]

@@ -25,6 +25,8 @@
 #   P1  P0 with perf's deferred user callchains (--call-graph fp,defer --user-callchains)
 #   P2  P0 with --call-graph dwarf --user-callchains (8 KiB of user stack copied into
 #       every sample), on uu_bench_nofp, beside E
+#   A0  A before the module is loaded (ROUNDS runs a depth, first): A/A0 is what the idle
+#       module (loaded, option off) costs the event
 # Every run prints one "run" line: its ns per call, then the ring buffer's own counters
 # (bytes, entries, overrun, dropped events) and the module's (user_unwind_stats), as the
 # run's deltas; a perf run, perf's own counts from its perf.data instead (records by type,
@@ -37,14 +39,28 @@ DEPTHS=$*
 KO=/lib/modules/user_unwind.ko
 
 ARMS="A B C D E Ac Ec Et P0 P1 P2"
-insmod $KO || exit 1
-TK=/sys/module/user_unwind/parameters/table_kib
-KIB0=$(cat $TK)
 echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
 echo 65536 >$T/buffer_size_kb
 
 # rb and uu: the ring buffer's and the module's counters (tests/guest/lib.sh).
 . /lib/uu.sh
+
+# A0: the event alone without the module, so that A/A0 is the idle module's cost. Its
+# runs come first, one unmeasured run a depth before them (TCG translates new code once).
+for d in $DEPTHS; do
+	uu_bench 20 "$d" >/dev/null
+	for r in $(seq "$ROUNDS"); do
+		b0=$(rb bytes)
+		echo 1 >$T/events/raw_syscalls/sys_enter/enable
+		ns=$(uu_bench "$N" "$d" | awk '{print $2}')
+		echo 0 >$T/events/raw_syscalls/sys_enter/enable
+		echo "run round=$r arm=A0 depth=$d ns=$ns bytes=$(($(rb bytes) - b0))"
+	done
+done
+echo >$T/trace
+insmod $KO || exit 1
+TK=/sys/module/user_unwind/parameters/table_kib
+KIB0=$(cat $TK)
 
 PERF=/usr/bin/perf PD=/tmp/perf.data
 [ -x $PERF ] || { echo "bench: no $PERF in the guest" >&2; exit 1; }

@@ -117,14 +117,43 @@ static int uu_file_cache(struct trace_seq *s, struct tep_record *record,
 	return 0;
 }
 
+/*
+ * Frame @i of a record of @nr frames: its value and its file's index. A record holds a
+ * 32-bit word a frame (two in a wide one: the low halves, then the high halves), its file's
+ * index in the top @bits bits of the word (of the second word in a wide record); a trace of
+ * the module before that held the indices in a byte array of their own, @idx.
+ */
+static void uu_frame(struct tep_handle *tep, const char *offs, int nr, int i, int wide,
+		     unsigned int bits, const unsigned char *idx,
+		     unsigned long long *value, unsigned int *file)
+{
+	unsigned long long lo = tep_read_number(tep, offs + 4 * i, 4);
+	unsigned long long hi = wide ? tep_read_number(tep, offs + 4 * (nr + i), 4) : 0;
+	unsigned long long word = wide ? hi : lo;
+	unsigned long long vmask = 0xffffffffULL >> bits;
+
+	if (idx) {
+		*file = idx[i];
+		*value = hi << 32 | lo;
+		return;
+	}
+	*file = bits ? word >> (32 - bits) : 0;
+	*value = wide ? (hi & vmask) << 32 | lo : lo & vmask;
+	/* A wide value is signed: sign-extended from its low (64 - bits) bits. */
+	if (wide)
+		*value = (unsigned long long)((long long)(*value << bits) >> bits);
+}
+
 static int uu_stack(struct trace_seq *s, struct tep_record *record,
 		    struct tep_event *event, void *context)
 {
 	struct tep_handle *tep = event->tep;
 	unsigned long long cookie, start, total, file, value;
+	unsigned long long bits = 0, wide_field = 0;
 	int files_len, offs_len, nr, i;
-	const unsigned char *idx;
+	const unsigned char *idx = NULL;
 	const char *files, *offs, *path;
+	unsigned int fi;
 	int wide;
 
 	if (tep_get_field_val(s, event, "cookie", record, &cookie, 1) ||
@@ -133,14 +162,26 @@ static int uu_stack(struct trace_seq *s, struct tep_record *record,
 		return 0;
 	files = uu_array(s, event, record, "files", &files_len);
 	offs = uu_array(s, event, record, "offs", &offs_len);
-	idx = uu_array(s, event, record, "file_idx", &nr);
-	if (!files || !offs || !idx)
+	if (!files || !offs)
 		return 0;
 	files_len /= 8;
 	offs_len /= 4;
-	if (nr > offs_len)
-		nr = offs_len;
-	wide = nr && offs_len >= 2 * nr;
+	if (tep_find_field(event, "file_idx")) {
+		idx = uu_array(s, event, record, "file_idx", &nr);
+		if (!idx)
+			return 0;
+		if (nr > offs_len)
+			nr = offs_len;
+		wide = nr && offs_len >= 2 * nr;
+	} else {
+		if (tep_get_field_val(s, event, "idx_bits", record, &bits, 1) ||
+		    tep_get_field_val(s, event, "wide", record, &wide_field, 1))
+			return 0;
+		if (bits >= 32)
+			bits = 0;
+		wide = wide_field != 0;
+		nr = wide ? offs_len / 2 : offs_len;
+	}
 
 	trace_seq_printf(s, "cookie=%llx", cookie);
 	if (!total)
@@ -148,14 +189,12 @@ static int uu_stack(struct trace_seq *s, struct tep_record *record,
 	else if (start || (unsigned long long)nr != total)
 		trace_seq_printf(s, " frames %llu-%llu of %llu", start, start + nr, total);
 	for (i = 0; i < nr; i++) {
-		value = tep_read_number(tep, offs + 4 * i, 4);
-		if (wide)
-			value |= tep_read_number(tep, offs + 4 * (nr + i), 4) << 32;
-		if (idx[i] >= files_len) {
+		uu_frame(tep, offs, nr, i, wide, bits, idx, &value, &fi);
+		if (fi >= (unsigned int)files_len) {
 			trace_seq_printf(s, "\n => ?+0x%llx", value);
 			continue;
 		}
-		file = tep_read_number(tep, files + 8 * idx[i], 8);
+		file = tep_read_number(tep, files + 8 * fi, 8);
 		path = uu_path(file);
 		if (file == COOKIE_NO_VMA || file == COOKIE_ANON)
 			trace_seq_printf(s, "\n => [anon] 0x%llx", value);

@@ -180,7 +180,15 @@ struct StackFields {
     total: Field,
     files: Field,
     offs: Field,
-    file_idx: Field,
+    index: FrameIndex,
+}
+
+/// Where a stack record keeps each frame's file index.
+enum FrameIndex {
+    /// In the top `idx_bits` bits of the frame's word (its second word when `wide`).
+    Packed { idx_bits: Field, wide: Field },
+    /// In a byte array of its own: the module's records before the index was packed.
+    Bytes(Field),
 }
 
 struct FileCacheFields {
@@ -210,9 +218,17 @@ impl Layouts {
         };
         let stack = match t.format_named("user_unwind", "user_unwind_stack") {
             Some(f) => {
-                let [cookie, start, total, files, offs, file_idx] =
-                    fields(f, ["cookie", "start", "total", "files", "offs", "file_idx"])
+                let [cookie, start, total, files, offs] =
+                    fields(f, ["cookie", "start", "total", "files", "offs"])
                         .ok_or_else(|| missing(&f.name))?;
+                let index = match f.field("file_idx") {
+                    Some(idx) => FrameIndex::Bytes(idx.clone()),
+                    None => {
+                        let [idx_bits, wide] =
+                            fields(f, ["idx_bits", "wide"]).ok_or_else(|| missing(&f.name))?;
+                        FrameIndex::Packed { idx_bits, wide }
+                    }
+                };
                 Some(StackFields {
                     id: f.id,
                     cookie,
@@ -220,7 +236,7 @@ impl Layouts {
                     total,
                     files,
                     offs,
-                    file_idx,
+                    index,
                 })
             }
             None => None,
@@ -287,8 +303,39 @@ impl Layouts {
     }
 }
 
-/// `files[]`, `offs[]` and `file_idx[]` to frames: offs holds `2 * nr` values in a wide
-/// record (low halves, then high halves).
+/// `files[]` and `offs[]` to frames, each frame's file index in the top `idx_bits` bits of
+/// its word: offs holds a word a frame, or in a `wide` record two (the low halves of the
+/// values, then the index and the high halves).
+pub fn decode_packed_frames(
+    files: &[u64],
+    offs: &[u32],
+    idx_bits: u32,
+    wide: bool,
+) -> Vec<RawFrame> {
+    let nr = if wide { offs.len() / 2 } else { offs.len() };
+    // A damaged idx_bits reads as none, as the module's own output does.
+    let bits = if idx_bits < 32 { idx_bits } else { 0 };
+    let vmask = u32::MAX >> bits;
+    (0..nr)
+        .map(|i| {
+            let word = if wide { offs[nr + i] } else { offs[i] };
+            let idx = if bits == 0 { 0 } else { word >> (32 - bits) };
+            let mut value = u64::from(word & vmask);
+            if wide {
+                // A wide value is signed: sign-extended from its 64 - bits bits.
+                value = (((value << 32 | u64::from(offs[i])) << bits) as i64 >> bits) as u64;
+            }
+            RawFrame {
+                value,
+                file: files.get(idx as usize).copied(),
+            }
+        })
+        .collect()
+}
+
+/// `files[]`, `offs[]` and `file_idx[]` to frames, as the module recorded them before the
+/// index was packed into the offset words: offs holds `2 * nr` values in a wide record
+/// (low halves, then high halves).
 pub fn decode_frames(files: &[u64], offs: &[u32], idx: &[u8]) -> Vec<RawFrame> {
     let nr = idx.len().min(offs.len());
     let wide = nr > 0 && offs.len() >= 2 * nr;
@@ -614,12 +661,17 @@ fn decode(l: &Layouts, id: u16, r: &Record, endian: Endian) -> Option<Kind> {
             let offs = words(r.bytes(&s.offs)?, 4, |b| {
                 endian.uint(b, 4).unwrap_or(0) as u32
             });
-            let idx = r.bytes(&s.file_idx)?;
+            let frames = match &s.index {
+                FrameIndex::Bytes(idx) => decode_frames(&files, &offs, r.bytes(idx)?),
+                FrameIndex::Packed { idx_bits, wide } => {
+                    decode_packed_frames(&files, &offs, r.int(idx_bits)? as u32, r.int(wide)? != 0)
+                }
+            };
             return Some(Kind::Stack {
                 cookie: r.int(&s.cookie)?,
                 start: r.int(&s.start)? as u16,
                 total: r.int(&s.total)? as u16,
-                frames: decode_frames(&files, &offs, idx),
+                frames,
             });
         }
     }
@@ -1110,5 +1162,41 @@ CPU:0 [LOST 7 EVENTS]
         assert!(decode_frames(&[], &[], &[]).is_empty());
         // Fewer offsets than indices: only the frames with both.
         assert_eq!(decode_frames(&[7], &[1], &[0, 0]).len(), 1);
+    }
+
+    #[test]
+    fn packed_frames() {
+        let frame = |value, file| RawFrame { value, file };
+        // Three files, two bits of index; one file, none.
+        let f = decode_packed_frames(&[7, 8, 9], &[0x1100, 0x4000_0010, 0x8000_0099], 2, false);
+        assert_eq!(
+            f,
+            [
+                frame(0x1100, Some(7)),
+                frame(0x10, Some(8)),
+                frame(0x99, Some(9))
+            ]
+        );
+        let f = decode_packed_frames(&[7], &[0xffff_ffff], 0, false);
+        assert_eq!(f, [frame(0xffff_ffff, Some(7))]);
+        // Wide: the index at the top of the second word, above the high half.
+        let f = decode_packed_frames(&[7, 9], &[0x1100, 0x1234_5678, 0, 0x8000_7fff], 1, true);
+        assert_eq!(
+            f,
+            [frame(0x1100, Some(7)), frame(0x7fff_1234_5678, Some(9))]
+        );
+        // An index beyond the table: no file. A damaged idx_bits: none.
+        let f = decode_packed_frames(&[7], &[0x8000_0001], 1, false);
+        assert_eq!(f, [frame(1, None)]);
+        assert_eq!(
+            decode_packed_frames(&[7], &[5], 200, false),
+            [frame(5, Some(7))]
+        );
+        // A wide record with an odd number of words: the whole pairs.
+        assert_eq!(decode_packed_frames(&[7], &[1, 2, 3], 0, true).len(), 1);
+        assert!(decode_packed_frames(&[], &[], 0, false).is_empty());
+        // A kernel-half address: the high half sign-extended below the index.
+        let f = decode_packed_frames(&[7, 0], &[0x1100, 0x8100_1234, 0, 0xffff_ffff], 1, true);
+        assert_eq!(f[1], frame(0xffff_ffff_8100_1234, Some(0)));
     }
 }

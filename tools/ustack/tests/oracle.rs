@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use ustack::events::{decode_frames, Event, Kind};
+use ustack::events::{decode_frames, decode_packed_frames, Event, Kind};
 
 /// One event line of `trace-cmd report`: pid, cpu, microseconds (rounded), name, body.
 fn report_events(text: &str) -> Vec<(i32, u32, u64, String, String)> {
@@ -74,15 +74,27 @@ fn expected(name: &str, body: &str) -> Kind {
                 .iter()
                 .map(|&v| v as u32)
                 .collect();
-            let idx: Vec<u8> = nums(field(body, "file_idx"))
-                .iter()
-                .map(|&v| v as u8)
-                .collect();
+            // Recordings of the module before the index was packed into the offset words
+            // hold a file_idx array instead.
+            let frames = if body.contains(" file_idx=") {
+                let idx: Vec<u8> = nums(field(body, "file_idx"))
+                    .iter()
+                    .map(|&v| v as u8)
+                    .collect();
+                decode_frames(&files, &offs, &idx)
+            } else {
+                decode_packed_frames(
+                    &files,
+                    &offs,
+                    field(body, "idx_bits").parse().unwrap(),
+                    field(body, "wide") != "0",
+                )
+            };
             Kind::Stack {
                 cookie: u64::from_str_radix(field(body, "cookie"), 16).unwrap(),
                 start: field(body, "start").parse().unwrap(),
                 total: field(body, "total").parse().unwrap(),
-                frames: decode_frames(&files, &offs, &idx),
+                frames,
             }
         }
         "file_cache" => {
