@@ -13,90 +13,19 @@
 
 mod common;
 
-use common::{build_programs, ElfMemory};
+use common::{build_programs, ElfMemory, FileTask};
 use gimli::{
     BaseAddresses, CfaRule, CieOrFde, EhFrame, LittleEndian, Register, RegisterRule, UnwindContext,
     UnwindSection,
 };
 use object::{Object, ObjectSection};
-use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
 use user_unwind_logic::logic::cfi::elf::find_eh_frame_hdr;
 use user_unwind_logic::logic::cfi::machine::{Cfa, Found, Rule};
 use user_unwind_logic::logic::cfi::step::{find_in_fde, Scratch};
 use user_unwind_logic::logic::cfi::table::Hdr;
 use user_unwind_logic::logic::cfi::Budget;
-use user_unwind_logic::logic::cfi::{CfiError, Memory};
-use user_unwind_logic::logic::ftable::{self, Add, View};
-use user_unwind_logic::logic::unwinder::{row_at, Caches, Region, Task};
-
-/// An ELF file as the module reads an object (by file offset), with the file tables kept
-/// as the module's glue keeps them: made, published, grown by copying.
-struct FileTask<'a> {
-    data: &'a [u8],
-    tables: HashMap<u64, Box<[AtomicU64]>>,
-    pending: Option<Box<[AtomicU64]>>,
-    grown: usize,
-}
-
-fn zeroed(words: usize) -> Box<[AtomicU64]> {
-    (0..words).map(|_| AtomicU64::new(0)).collect()
-}
-
-impl Memory for FileTask<'_> {
-    fn read(&mut self, _addr: u64, _buf: &mut [u8]) -> Result<(), CfiError> {
-        Err(CfiError::Read)
-    }
-}
-
-impl Task for FileTask<'_> {
-    fn region(&mut self, _addr: u64) -> Result<Option<Region>, CfiError> {
-        Ok(None)
-    }
-    fn object_open(&mut self, _region: &Region, _addr: u64) -> Result<(), CfiError> {
-        Ok(())
-    }
-    fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
-        let start = usize::try_from(offset).map_err(|_| CfiError::Malformed)?;
-        let bytes = start
-            .checked_add(buf.len())
-            .and_then(|end| self.data.get(start..end))
-            .ok_or(CfiError::Malformed)?;
-        buf.copy_from_slice(bytes);
-        Ok(())
-    }
-    fn object_settled(&mut self) -> bool {
-        true
-    }
-    fn object_close(&mut self) {}
-    fn table(&mut self, key: u64) -> Option<&[AtomicU64]> {
-        self.tables.get(&key).map(|t| &t[..])
-    }
-    fn table_create(&mut self, words: usize) -> Option<&[AtomicU64]> {
-        self.pending = Some(zeroed(words));
-        self.pending.as_deref()
-    }
-    fn table_pending(&mut self) -> Option<&[AtomicU64]> {
-        self.pending.as_deref()
-    }
-    fn table_publish(&mut self, key: u64) {
-        if let Some(t) = self.pending.take() {
-            self.tables.entry(key).or_insert(t);
-        }
-    }
-    fn table_write(&mut self, key: u64, write: &mut dyn FnMut(&[AtomicU64]) -> Result<(), Add>) {
-        let Some(t) = self.tables.get(&key) else {
-            return;
-        };
-        if let Err(Add::Room(words)) = write(t) {
-            let new = zeroed(words);
-            ftable::grow(t, &new).expect("the table grows");
-            write(&new).expect("the rows fit the grown table");
-            self.tables.insert(key, new);
-            self.grown += 1;
-        }
-    }
-}
+use user_unwind_logic::logic::ftable::View;
+use user_unwind_logic::logic::unwinder::{row_at, Caches, Region};
 
 /// What one file gave.
 #[derive(Default, Debug)]
@@ -187,12 +116,7 @@ fn compare_file(path: &str) -> Counts {
     let mut ctx = UnwindContext::<usize>::new();
     let mut entries = eh.entries(&bases);
     let mut scratch = Scratch::new();
-    let mut file = FileTask {
-        data: &data,
-        tables: HashMap::new(),
-        pending: None,
-        grown: 0,
-    };
+    let mut file = FileTask::new(&data);
     let caches = Box::new(Caches::new());
     let mut table_scratch = Box::new(Scratch::new());
     const KEY: u64 = 0x5eed;

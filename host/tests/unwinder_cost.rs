@@ -4,11 +4,19 @@
 //! stack of 129 frames of 16 bytes (what `uu_bench_nofp`'s recursion makes; run under
 //! callgrind to count instructions, `UU_ITER=N valgrind --tool=callgrind`), and random
 //! memory behind the mappings and on the stack (it ends, within its limits, never panics).
+//! Its cost at first sight, on libc: a row cache miss on an FDE its file's table has not
+//! seen (two callgrind runs, `UU_FDES=N` and `UU_FDES=0`: the difference over N).
 
+mod common;
+
+use user_unwind_logic::logic::cfi::elf::find_eh_frame_hdr;
 use user_unwind_logic::logic::cfi::machine::{Cfa, Row, Rule};
 use user_unwind_logic::logic::cfi::step::{Regs, Scratch};
+use user_unwind_logic::logic::cfi::table::Hdr;
+use user_unwind_logic::logic::cfi::Budget;
 use user_unwind_logic::logic::cfi::{CfiError, Memory, Slice};
-use user_unwind_logic::logic::unwinder::{unwind, Caches, End, Region, Task};
+use user_unwind_logic::logic::ftable::View;
+use user_unwind_logic::logic::unwinder::{row_at, unwind, Caches, End, Region, Task};
 
 const SP: u64 = 0x7ffc_0000;
 const FRAMES: usize = 129;
@@ -81,6 +89,107 @@ fn warm_stack_of_129_frames() {
         assert_eq!((got, end), (FRAMES, End::Complete));
         assert_eq!(counts.row_misses, 0);
     }
+}
+
+/// First sight: stacks through the first addresses of `UU_FDES` (default 200) functions of
+/// libc spread over its `.eh_frame_hdr`, 100 frames a stack, mapped where the file says:
+/// each frame a row cache miss on an FDE the file's table has not seen, which parses the
+/// FDE and keeps its rows (the table is made by the first). At a function's first
+/// instruction the caller's return address is at the stack pointer, so the stack is the
+/// return addresses one after the other. Every stack must be whole, and the rows of all
+/// but a few FDEs kept (not those with a CFA expression, `.plt`'s); the oracle of the rows
+/// themselves is `cfi_oracle`.
+#[test]
+fn first_sight_on_libc() {
+    const LIBC: &str = "/lib/x86_64-linux-gnu/libc.so.6";
+    const KEY: u64 = 0x11bc;
+    const DEPTH: u64 = 100;
+    let data = std::fs::read(LIBC).expect("libc");
+    let mut mem = common::ElfMemory::new(&data);
+    let mut budget = Budget::default();
+    let base = mem.first_load();
+    let at = find_eh_frame_hdr(&mut mem, &mut budget, base).expect("libc's PT_GNU_EH_FRAME");
+    let hdr = Hdr::parse(&mut mem, &mut budget, at).expect("libc's .eh_frame_hdr");
+    let n: u64 = std::env::var("UU_FDES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200)
+        .min(hdr.count);
+    // The first address of every n-th function whose page is mapped at its own offset
+    // (libc's code is), so that one mapping at 0 covers them, and whose row there is a
+    // called function's (not a thread's or a signal trampoline's first, which end a stack).
+    let region = Region {
+        start: 0,
+        end: data.len() as u64,
+        offset: 0,
+        key: Some(KEY),
+    };
+    let entered = Row {
+        cfa: Cfa::RegOffset { reg: 7, offset: 8 },
+        ra: Rule::Offset(-8),
+        bp: Rule::SameValue,
+        bx: Rule::SameValue,
+        signal: false,
+    };
+    let mut probe = common::FileTask::new(&data);
+    let probe_caches = Box::new(Caches::new());
+    let mut scratch = Box::new(Scratch::new());
+    let mut pcs = Vec::new();
+    for k in 0..n {
+        let i = k * hdr.count / n.max(1);
+        let mut b = [0u8; 4];
+        mem.read(hdr.table + 8 * i, &mut b)
+            .expect("the search table");
+        let pc = hdr.addr.wrapping_add(i32::from_le_bytes(b) as u64);
+        let row = row_at(&mut probe, &probe_caches, &mut scratch, &region, pc);
+        if mem.file_offset(pc) == Some(pc) && row == Ok(Some(entered)) {
+            pcs.push(pc);
+        }
+    }
+    let caches = Box::new(Caches::new());
+    let mut file = common::FileTask::new(&data);
+    file.region = Some(region);
+    // Frame i's return address (into frame i + 1) at SP + 8 i; the last returns to 0.
+    let stacks: Vec<Vec<u8>> = pcs
+        .chunks(DEPTH as usize)
+        .map(|chunk| {
+            let ras = chunk.iter().skip(1).map(|&pc| pc + 1).chain([0]);
+            ras.flat_map(u64::to_le_bytes).collect()
+        })
+        .collect();
+    let mut ips = vec![0u64; 511];
+    let (mut frames, mut misses) = (0, 0);
+    for (chunk, stack) in pcs.chunks(DEPTH as usize).zip(&stacks) {
+        file.stack = Slice {
+            base: SP,
+            bytes: stack,
+        };
+        let regs = Regs {
+            ip: chunk[0],
+            sp: SP,
+            bp: 1,
+            bx: 0,
+        };
+        let (got, end, counts) = unwind(&mut file, regs, 1 << 47, &caches, &mut scratch, &mut ips);
+        assert_eq!((got, end), (chunk.len(), End::Complete), "{counts:?}");
+        assert_eq!(
+            &ips[..got],
+            chunk
+                .iter()
+                .enumerate()
+                .map(|(i, &pc)| pc + u64::from(i > 0))
+                .collect::<Vec<_>>()
+        );
+        frames += got;
+        misses += counts.row_misses as usize;
+    }
+    let view = View::new(file.tables.get(&KEY).expect("libc's table")).expect("a table");
+    println!(
+        "first sight: {frames} frames in libc, {misses} row misses, {} rows kept",
+        view.used()
+    );
+    assert_eq!(misses, frames, "every frame is a first sight");
+    assert!(view.used() >= frames, "the rows of every FDE are kept");
 }
 
 /// Random memory behind every mapping and on the stack, with and without a real-looking

@@ -255,6 +255,18 @@ fn no_fde(info: &TableInfo, vaddr: u64, bp: u64) -> Lookup {
     }
 }
 
+/// What a file's table says of a row cache miss ([`Unwind::kept`]).
+enum Kept {
+    /// The row, or that no FDE covers the address.
+    Lookup(Lookup),
+    /// FDE `i` (its search table entry) covers the address `vaddr` of the file `info`
+    /// describes, if any does, and its rows are not kept: they are to be parsed (and
+    /// kept, with `true`: they have not been tried yet).
+    Parse(TableInfo, u64, usize, Entry, bool),
+    /// Nothing: the file is to be read.
+    Unknown,
+}
+
 /// The FDE a file's table gives for an address.
 enum Indexed {
     /// Its index, search table entry, and whether its rows are yet to be kept.
@@ -765,6 +777,8 @@ struct Unwind<'a, T: Task> {
 
 impl<'a, T: Task> Unwind<'a, T> {
     fn new(task: &'a mut T, caches: &'a Caches, scratch: &'a mut Scratch) -> Self {
+        // The scratch is another stack's, whose objects may not be this one's.
+        scratch.last_cie.forget();
         Unwind {
             task,
             caches,
@@ -812,9 +826,11 @@ impl<'a, T: Task> Unwind<'a, T> {
     /// table from the table cache, else its headers read); `bp`, the frame's frame
     /// pointer, tells its root (see [`Lookup::Root`]).
     fn lookup(&mut self, seen: &Seen, pc: u64, offset: u64, bp: u64) -> Result<Lookup, CfiError> {
-        if let Some(kept) = self.kept(seen.key, offset, bp) {
-            return Ok(kept);
-        }
+        let fde = match self.kept(seen.key, offset, bp) {
+            Kept::Lookup(lookup) => return Ok(lookup),
+            Kept::Parse(info, vaddr, i, entry, keep) => Some((info, vaddr, (i, entry, keep))),
+            Kept::Unknown => None,
+        };
         let region = Region {
             start: seen.start,
             end: seen.end,
@@ -830,7 +846,15 @@ impl<'a, T: Task> Unwind<'a, T> {
                 Err(e) => return Err(e),
             }
         }
-        let found = self.lookup_open(seen.key, offset, bp);
+        let found = match fde {
+            // The table's search already found the FDE.
+            Some((info, vaddr, fde)) => {
+                let no_fde = no_fde(&info, vaddr, bp);
+                self.parse_fde(seen.key, &info, fde, vaddr, no_fde)
+                    .map(|lookup| (lookup, None))
+            }
+            None => self.lookup_open(seen.key, offset, bp),
+        };
         let settled = self.task.object_settled();
         let (lookup, read) = found?;
         match (read, settled) {
@@ -846,26 +870,33 @@ impl<'a, T: Task> Unwind<'a, T> {
     }
 
     /// The row at file offset `offset` of the file `key` from its table, when the table
-    /// keeps the rows of the FDE that can cover it (or says that no FDE does); `None`
-    /// when it cannot say without reading the file.
-    fn kept(&mut self, key: u64, offset: u64, bp: u64) -> Option<Lookup> {
-        let view = View::new(self.task.table(key)?)?;
-        let info = info_of(&view.info())?;
-        let vaddr = info.object.vaddr(offset)?;
-        if vaddr > u64::from(u32::MAX) {
-            return None;
-        }
-        let Some(i) = view.search(vaddr) else {
-            return Some(no_fde(&info, vaddr, bp));
+    /// keeps the rows of the FDE that can cover it (or says that no FDE does); else, when
+    /// the table has the FDE but not its rows, what it said, for the parse.
+    fn kept(&mut self, key: u64, offset: u64, bp: u64) -> Kept {
+        let Some(view) = self.task.table(key).and_then(View::new) else {
+            return Kept::Unknown;
         };
-        let rows = view.rows(i);
-        if !matches!(rows, Rows::Kept { .. }) {
-            return None;
+        let Some(info) = info_of(&view.info()) else {
+            return Kept::Unknown;
+        };
+        let Some(vaddr) = info
+            .object
+            .vaddr(offset)
+            .filter(|&v| v <= u64::from(u32::MAX))
+        else {
+            return Kept::Unknown;
+        };
+        let Some(i) = view.search(vaddr) else {
+            return Kept::Lookup(no_fde(&info, vaddr, bp));
+        };
+        let entry = view.entry(i);
+        match view.rows(i) {
+            rows @ Rows::Kept { .. } => Kept::Lookup(match view.row(rows, vaddr - entry.initial) {
+                Some([a, b, c]) => Lookup::Kept(Packed { a, b, c }, true),
+                None => no_fde(&info, vaddr, bp),
+            }),
+            rows => Kept::Parse(info, vaddr, i, entry, rows == Rows::Unseen),
         }
-        Some(match view.row(rows, vaddr - view.entry(i).initial) {
-            Some([a, b, c]) => Lookup::Kept(Packed { a, b, c }, true),
-            None => no_fde(&info, vaddr, bp),
-        })
     }
 
     /// The FDE that can cover `vaddr` in the file `key`'s table, which is made now when
@@ -985,7 +1016,13 @@ impl<'a, T: Task> Unwind<'a, T> {
     ) -> Result<Lookup, CfiError> {
         self.counts.parsed += 1;
         if keep {
-            let Scratch { cie, fde, rows } = &mut *self.scratch;
+            let Scratch {
+                last_cie: cie,
+                fde,
+                rows,
+                remembered,
+                ..
+            } = &mut *self.scratch;
             let (mut n, mut whole) = (0usize, true);
             let mut emit = |start: u64, row: &Row| {
                 let off = start.wrapping_sub(entry.initial);
@@ -1002,7 +1039,15 @@ impl<'a, T: Task> Unwind<'a, T> {
                 task: &mut *self.task,
                 object: &info.object,
             };
-            let range = fde_rows(&mut mem, &mut self.budget, entry.fde, cie, fde, &mut emit);
+            let range = fde_rows(
+                &mut mem,
+                &mut self.budget,
+                entry.fde,
+                cie,
+                fde,
+                remembered,
+                &mut emit,
+            );
             let (whole, len) = match range {
                 Ok((begin, end)) => (whole && begin == entry.initial, end - begin),
                 // Longer than the buffer: not kept, its rows parsed one at a time.
@@ -1050,6 +1095,7 @@ impl<'a, T: Task> Unwind<'a, T> {
         if self.open != 0 {
             self.task.object_close();
             self.open = 0;
+            self.scratch.last_cie.forget();
         }
     }
 

@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Helpers of the CFI tests: memory over an ELF file's load segments, and the test
-//! programs built without frame pointers by GCC, Clang and rustc.
+//! Helpers of the CFI tests: memory over an ELF file's load segments, an ELF file read
+//! by offset with its table kept as the module keeps it, and the test programs built
+//! without frame pointers by GCC, Clang and rustc.
 
 #![allow(dead_code)]
 
 use object::{Object, ObjectSegment};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::AtomicU64;
 use std::sync::OnceLock;
-use user_unwind_logic::logic::cfi::{CfiError, Memory};
+use user_unwind_logic::logic::cfi::{CfiError, Memory, Slice};
+use user_unwind_logic::logic::ftable::{self, Add};
+use user_unwind_logic::logic::unwinder::{Region, Task};
 
 /// An ELF file's bytes seen at their link-time addresses, through its `PT_LOAD` segments.
 pub struct ElfMemory<'a> {
@@ -158,4 +163,92 @@ pub fn build_programs() -> &'static Built {
             chains,
         }
     })
+}
+
+/// An ELF file as the module reads an object (by file offset), with the file tables kept
+/// as the module's glue keeps them: made, published, grown by copying.
+pub struct FileTask<'a> {
+    pub data: &'a [u8],
+    /// The stack, and the mapping of the file every address is in (none by default).
+    pub stack: Slice<'a>,
+    pub region: Option<Region>,
+    pub tables: HashMap<u64, Box<[AtomicU64]>>,
+    pub pending: Option<Box<[AtomicU64]>>,
+    pub grown: usize,
+}
+
+impl<'a> FileTask<'a> {
+    /// The file `data`, with no table yet.
+    pub fn new(data: &'a [u8]) -> Self {
+        FileTask {
+            data,
+            stack: Slice {
+                base: 0,
+                bytes: &[],
+            },
+            region: None,
+            tables: HashMap::new(),
+            pending: None,
+            grown: 0,
+        }
+    }
+}
+
+pub fn zeroed(words: usize) -> Box<[AtomicU64]> {
+    (0..words).map(|_| AtomicU64::new(0)).collect()
+}
+
+impl Memory for FileTask<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        self.stack.read(addr, buf)
+    }
+}
+
+impl Task for FileTask<'_> {
+    fn region(&mut self, addr: u64) -> Result<Option<Region>, CfiError> {
+        Ok(self.region.filter(|r| r.start <= addr && addr < r.end))
+    }
+    fn object_open(&mut self, _region: &Region, _addr: u64) -> Result<(), CfiError> {
+        Ok(())
+    }
+    fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        let start = usize::try_from(offset).map_err(|_| CfiError::Malformed)?;
+        let bytes = start
+            .checked_add(buf.len())
+            .and_then(|end| self.data.get(start..end))
+            .ok_or(CfiError::Malformed)?;
+        buf.copy_from_slice(bytes);
+        Ok(())
+    }
+    fn object_settled(&mut self) -> bool {
+        true
+    }
+    fn object_close(&mut self) {}
+    fn table(&mut self, key: u64) -> Option<&[AtomicU64]> {
+        self.tables.get(&key).map(|t| &t[..])
+    }
+    fn table_create(&mut self, words: usize) -> Option<&[AtomicU64]> {
+        self.pending = Some(zeroed(words));
+        self.pending.as_deref()
+    }
+    fn table_pending(&mut self) -> Option<&[AtomicU64]> {
+        self.pending.as_deref()
+    }
+    fn table_publish(&mut self, key: u64) {
+        if let Some(t) = self.pending.take() {
+            self.tables.entry(key).or_insert(t);
+        }
+    }
+    fn table_write(&mut self, key: u64, write: &mut dyn FnMut(&[AtomicU64]) -> Result<(), Add>) {
+        let Some(t) = self.tables.get(&key) else {
+            return;
+        };
+        if let Err(Add::Room(words)) = write(t) {
+            let new = zeroed(words);
+            ftable::grow(t, &new).expect("the table grows");
+            write(&new).expect("the rows fit the grown table");
+            self.tables.insert(key, new);
+            self.grown += 1;
+        }
+    }
 }

@@ -29,6 +29,13 @@ pub const MAX_EXPR: usize = 14;
 /// Depth of the `DW_CFA_remember_state` stack.
 pub const MAX_REMEMBER: usize = 8;
 
+/// The `DW_CFA_remember_state` stack (about 600 bytes): [`all_rows`] runs in one its caller
+/// keeps, rather than one set up for every FDE.
+pub type Remembered = [Row; MAX_REMEMBER];
+
+/// A `DW_CFA_remember_state` stack for [`all_rows`].
+pub const NO_ROWS: Remembered = [EMPTY_ROW; MAX_REMEMBER];
+
 /// A DWARF expression copied into a row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Expr {
@@ -120,11 +127,12 @@ pub struct Found {
 pub type Emit<'e> = &'e mut dyn FnMut(u64, &Row) -> Result<(), CfiError>;
 
 /// The state while instructions run.
-struct Machine<'c, 'e> {
+struct Machine<'c, 'e, 's> {
     cie: &'c Cie,
     row: Row,
     initial: Row,
-    stack: [Row; MAX_REMEMBER],
+    /// The remembered rows, `depth` of them (the others are stale).
+    stack: &'s mut Remembered,
     depth: usize,
     /// Where the current row starts.
     loc: u64,
@@ -145,7 +153,7 @@ fn off_i32(off: i64) -> Result<i32, CfiError> {
     i32::try_from(off).map_err(|_| CfiError::Unsupported)
 }
 
-impl Machine<'_, '_> {
+impl Machine<'_, '_, '_> {
     /// `n` times the data alignment factor.
     fn factored(&self, n: i64) -> Result<i64, CfiError> {
         n.checked_mul(self.cie.data_align)
@@ -462,9 +470,9 @@ pub struct Program<'a> {
     pub pc_end: u64,
 }
 
-impl<'c, 'e> Machine<'c, 'e> {
+impl<'c, 's> Machine<'c, '_, 's> {
     /// A machine for `program` looking up `pc`, which must lie in the FDE's range.
-    fn new(program: &Program<'c>, pc: u64) -> Result<Self, CfiError> {
+    fn new(program: &Program<'c>, pc: u64, stack: &'s mut Remembered) -> Result<Self, CfiError> {
         if !(program.pc_begin <= pc && pc < program.pc_end) {
             return Err(CfiError::NoFde);
         }
@@ -477,7 +485,7 @@ impl<'c, 'e> Machine<'c, 'e> {
             cie: program.cie,
             row,
             initial: row,
-            stack: [row; MAX_REMEMBER],
+            stack,
             depth: 0,
             loc: program.pc_begin,
             target: pc,
@@ -487,8 +495,13 @@ impl<'c, 'e> Machine<'c, 'e> {
     }
 
     /// A machine for `program` looking up `pc`, its CIE's initial instructions run.
-    fn start(program: &Program<'c>, pc: u64, budget: &mut Budget) -> Result<Self, CfiError> {
-        let mut m = Machine::new(program, pc)?;
+    fn start(
+        program: &Program<'c>,
+        pc: u64,
+        budget: &mut Budget,
+        stack: &'s mut Remembered,
+    ) -> Result<Self, CfiError> {
+        let mut m = Machine::new(program, pc, stack)?;
         m.run(
             program.cie_insns,
             program.cie_insns_addr,
@@ -523,7 +536,8 @@ impl<'c, 'e> Machine<'c, 'e> {
 
 /// The row of `program` in force at `pc`, which must lie in the FDE's range.
 pub fn find_row(program: &Program<'_>, pc: u64, budget: &mut Budget) -> Result<Found, CfiError> {
-    let mut m = Machine::start(program, pc, budget)?;
+    let mut stack = NO_ROWS;
+    let mut m = Machine::start(program, pc, budget, &mut stack)?;
     m.run_fde(program, budget)?;
     Ok(m.found(program))
 }
@@ -531,13 +545,15 @@ pub fn find_row(program: &Program<'_>, pc: u64, budget: &mut Budget) -> Result<F
 /// Every row of `program`, in order, handed to `emit` with its first address: one run of
 /// its instructions (the rows of a location the instructions advance by zero are not
 /// handed, nor rows from `program.pc_end` on, which cover nothing). A row ends where the
-/// next starts, the last at `pc_end`.
+/// next starts, the last at `pc_end`. `remembered` is where its
+/// `DW_CFA_remember_state` rows go.
 pub fn all_rows(
     program: &Program<'_>,
     budget: &mut Budget,
+    remembered: &mut Remembered,
     emit: Emit<'_>,
 ) -> Result<(), CfiError> {
-    let mut m = Machine::start(program, program.pc_begin, budget)?;
+    let mut m = Machine::start(program, program.pc_begin, budget, remembered)?;
     let end = program.pc_end;
     let mut within = |start: u64, row: &Row| match start < end {
         true => emit(start, row),
@@ -564,7 +580,8 @@ pub fn find_row_streamed<M: Memory + ?Sized>(
     mem: &mut M,
     buf: &mut [u8],
 ) -> Result<Found, CfiError> {
-    let mut m = Machine::start(program, pc, budget)?;
+    let mut stack = NO_ROWS;
+    let mut m = Machine::start(program, pc, budget, &mut stack)?;
     let mut done = 0u64;
     while m.end.is_none() && done < insns_len {
         let len = (insns_len - done).min(buf.len() as u64) as usize;

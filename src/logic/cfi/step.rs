@@ -20,6 +20,8 @@
 use super::cie::load_entry;
 use super::cie::load_entry_head;
 use super::cie::parse_cie;
+use super::cie::Cie;
+use super::cie::RawEntry;
 use super::expr::eval;
 use super::expr::ExprRegs;
 use super::fde::cie_addr;
@@ -31,8 +33,10 @@ use super::machine::Cfa;
 use super::machine::Emit;
 use super::machine::Found;
 use super::machine::Program;
+use super::machine::Remembered;
 use super::machine::Row;
 use super::machine::Rule;
+use super::machine::NO_ROWS;
 use super::read_u64;
 use super::table::Hdr;
 use super::Budget;
@@ -62,6 +66,10 @@ pub struct Scratch {
     pub fde: [u8; FDE_MAX],
     /// An FDE's rows, as a file's table keeps them.
     pub rows: [[u64; 3]; ROWS_MAX],
+    /// The CIE [`fde_rows`] loaded last.
+    pub last_cie: LastCie,
+    /// The `DW_CFA_remember_state` stack of [`fde_rows`].
+    pub remembered: Remembered,
 }
 
 impl Scratch {
@@ -71,7 +79,70 @@ impl Scratch {
             cie: [0; CIE_MAX],
             fde: [0; FDE_MAX],
             rows: [[0; 3]; ROWS_MAX],
+            last_cie: LastCie::new(),
+            remembered: NO_ROWS,
         }
+    }
+}
+
+/// The CIE [`fde_rows`] loaded last, parsed, with its bytes: the FDEs of an object mostly
+/// share one or two CIEs, so the next FDE's is mostly this one. Its address says which it
+/// is only within one object: whoever reads another object with it calls
+/// [`LastCie::forget`] first.
+#[derive(Clone, Debug)]
+pub struct LastCie {
+    buf: [u8; CIE_MAX],
+    /// The entry as loaded into `buf` (its body's length there, its length, its body's
+    /// address, the 64-bit format), and parsed; `None`: nothing loaded.
+    loaded: Option<(usize, usize, u64, bool, Cie)>,
+}
+
+impl LastCie {
+    /// None loaded.
+    pub const fn new() -> LastCie {
+        LastCie {
+            buf: [0; CIE_MAX],
+            loaded: None,
+        }
+    }
+
+    /// Forgets the CIE loaded: the next object is another.
+    pub fn forget(&mut self) {
+        self.loaded = None;
+    }
+
+    /// The CIE at `addr`, loaded and parsed unless it is the one loaded last.
+    fn load<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        budget: &mut Budget,
+        addr: u64,
+    ) -> Result<(RawEntry<'_>, Cie), CfiError> {
+        match self.loaded {
+            Some((body, len, body_addr, is64, cie)) if cie.addr == addr => {
+                let raw = RawEntry {
+                    addr,
+                    is64,
+                    body: self.buf.get(..body).ok_or(CfiError::Malformed)?,
+                    len,
+                    body_addr,
+                };
+                Ok((raw, cie))
+            }
+            _ => {
+                self.loaded = None;
+                let raw = load_entry(mem, budget, addr, &mut self.buf)?;
+                let cie = parse_cie(&raw)?;
+                self.loaded = Some((raw.body.len(), raw.len, raw.body_addr, raw.is64, cie));
+                Ok((raw, cie))
+            }
+        }
+    }
+}
+
+impl Default for LastCie {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -157,24 +228,26 @@ pub fn find_in_fde<M: Memory + ?Sized>(
     )
 }
 
-/// Every row of the FDE at `fde_addr`, handed to `emit` ([`all_rows`]), its CIE and FDE
-/// copied into `cie` and `fde`; its range. An FDE longer than `fde`:
+/// Every row of the FDE at `fde_addr`, handed to `emit` ([`all_rows`], in `remembered`),
+/// its CIE from `cie` (loaded there unless it is the last one) and the FDE copied into
+/// `fde`; its range.
+/// An FDE longer than `fde`:
 /// [`CfiError::TooLong`] (the rows of such an FDE are looked up one at a time, by
 /// [`find_in_fde`]).
 pub fn fde_rows<M: Memory + ?Sized>(
     mem: &mut M,
     budget: &mut Budget,
     fde_addr: u64,
-    cie: &mut [u8; CIE_MAX],
+    cie: &mut LastCie,
     fde: &mut [u8; FDE_MAX],
+    remembered: &mut Remembered,
     emit: Emit<'_>,
 ) -> Result<(u64, u64), CfiError> {
     let fde_raw = load_entry_head(mem, budget, fde_addr, fde)?;
     if fde_raw.body.len() != fde_raw.len {
         return Err(CfiError::TooLong);
     }
-    let cie_raw = load_entry(mem, budget, cie_addr(&fde_raw)?, cie)?;
-    let cie = parse_cie(&cie_raw)?;
+    let (cie_raw, cie) = cie.load(mem, budget, cie_addr(&fde_raw)?)?;
     let parsed = parse_fde(&fde_raw, &cie)?;
     let at = |base: u64, start: usize| base.wrapping_add(start as u64);
     let program = Program {
@@ -186,7 +259,7 @@ pub fn fde_rows<M: Memory + ?Sized>(
         pc_begin: parsed.pc_begin,
         pc_end: parsed.pc_end,
     };
-    all_rows(&program, budget, emit)?;
+    all_rows(&program, budget, remembered, emit)?;
     Ok((parsed.pc_begin, parsed.pc_end))
 }
 
