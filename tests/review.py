@@ -59,13 +59,18 @@ def exact(events, comm, chains, prog, cache):
     """(complete, wrong): the stacks of `comm` that are one of `chains` exactly with no
     user_unwind_truncated, and the others, symbolized."""
     cut = truncations(events)
+    pids = {e["cookie"]: e["pid"] for e in events if e["event"] == "user_unwind_stack"}
     complete, wrong = [], []
     for cookie, frames in by_cookie(events, comm):
         names = symbolize(frames, prog, cache)
         if cookie not in cut and any(is_chain(names, ch) for ch in chains):
             complete.append(names)
         else:
-            wrong.append(show(names) + ([f"truncated {cut[cookie]}"] if cookie in cut else []))
+            # What a reader of a CI log needs to find the stack in the guest's output.
+            where = [f"pid {pids.get(cookie)} cookie {cookie:x}",
+                     " ".join(f"{off:x}@{os.path.basename(p or '?')}" for off, p in frames)]
+            wrong.append(show(names) + ([f"truncated {cut[cookie]}"] if cookie in cut else [])
+                         + where)
     return complete, wrong
 
 
