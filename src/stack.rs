@@ -244,8 +244,9 @@ impl PooledRecord {
                     .busy
                     .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok();
-            // INVARIANT: `busy` was just set by this holder.
-            free.then_some(PooledRecord { slot })
+            // INVARIANT: `busy` was just set by this holder. (Built only then: a
+            // `PooledRecord` dropped unheld would free another holder's slot.)
+            free.then(|| PooledRecord { slot })
         })
     }
 

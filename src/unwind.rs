@@ -165,7 +165,7 @@ impl Held {
         // SAFETY: `words` and `n` are valid for writes.
         let t = unsafe { ffi::uu_table_get(key, &mut words, &mut n) };
         // INVARIANT: `uu_table_get()` handed us this reference to `t`, of `n` words.
-        (!t.is_null()).then_some(Held { key, t, words, n })
+        (!t.is_null()).then(|| Held { key, t, words, n })
     }
 
     /// A new table of `n` zeroed words, unless the memory limit refuses it.
@@ -174,7 +174,7 @@ impl Held {
         // SAFETY: `words` is valid for a write.
         let t = unsafe { ffi::uu_table_alloc(n, &mut words) };
         // INVARIANT: `uu_table_alloc()` handed us this reference to `t`, of `n` words.
-        (!t.is_null()).then_some(Held {
+        (!t.is_null()).then(|| Held {
             key: 0,
             t,
             words,
