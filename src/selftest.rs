@@ -122,6 +122,22 @@ mod tests {
         assert_eq!(read(Stat::EmptyStacks), before + 1);
     }
 
+    /// A record slot of the pool stays its holder's while another callback looks for one:
+    /// the second look, which starts at the same slot, must pass it by and leave it busy
+    /// (a slot found busy was once freed by the look, and two stacks shared a record).
+    #[test]
+    fn a_held_record_slot_stays_held() {
+        use crate::stack::PooledRecord;
+        // Slots other callbacks hold are passed by alike; with all of them held, none.
+        let Some(first) = PooledRecord::take(0x5_0000_0001) else {
+            return;
+        };
+        let second = PooledRecord::take(0x5_0000_0001);
+        assert!(first.is_busy());
+        assert!(!second.as_ref().is_some_and(|s| s.same_slot(&first)));
+        assert!(second.as_ref().is_none_or(|s| s.is_busy()));
+    }
+
     /// `src/stats.rs` mirrors C's `enum uu_stat` by hand: each Rust value must be the C
     /// counter of the same name.
     #[test]

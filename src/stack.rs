@@ -227,7 +227,7 @@ static RECORDS: [RecordSlot; POOLED_RECORDS] = [const {
 /// # Invariants
 ///
 /// `slot.busy` is set, by this holder, for as long as it lives.
-struct PooledRecord {
+pub(crate) struct PooledRecord {
     slot: &'static RecordSlot,
 }
 
@@ -235,7 +235,7 @@ impl PooledRecord {
     /// A free record of the pool, starting with the slot of the CPU that made the unwind
     /// `cookie` (its high half is the CPU's number plus one), so that each CPU's callbacks
     /// keep using the same memory.
-    fn take(cookie: u64) -> Option<Self> {
+    pub(crate) fn take(cookie: u64) -> Option<Self> {
         let first = (cookie >> 32) as usize;
         (0..POOLED_RECORDS).find_map(|i| {
             let slot = &RECORDS[(first + i) % POOLED_RECORDS];
@@ -248,6 +248,18 @@ impl PooledRecord {
             // `PooledRecord` dropped unheld would free another holder's slot.)
             free.then(|| PooledRecord { slot })
         })
+    }
+
+    /// Whether this holder's slot is still marked busy (it must be, while it lives).
+    #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
+    pub(crate) fn is_busy(&self) -> bool {
+        self.slot.busy.load(Ordering::Relaxed)
+    }
+
+    /// Whether `other` holds the same slot.
+    #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.
+    pub(crate) fn same_slot(&self, other: &Self) -> bool {
+        core::ptr::eq(self.slot, other.slot)
     }
 
     fn get(&mut self) -> &mut Record {
