@@ -57,11 +57,13 @@ control() {
 
 workers() {
 	benches=
+	# SIGUSR1 ignored until each sets up its handler: a slow start (every system call
+	# traced, on the debug kernel) must not die of the first signal.
 	for d in 40 100 300; do
-		uu_bench 1000000000 $d >/dev/null &
+		(trap '' USR1; exec uu_bench 1000000000 $d >/dev/null) &
 		benches="$benches $!"
 	done
-	uu_bench_nofp 1000000000 100 >/dev/null &
+	(trap '' USR1; exec uu_bench_nofp 1000000000 100 >/dev/null) &
 	benches="$benches $!"
 	(while [ ! -e /tmp/stop ]; do uu_chain 3 >/dev/null; done) &
 	loops=$!
@@ -78,8 +80,9 @@ window() {
 	# The clean window.
 	echo 1 >$OPT
 	echo 1 >$T/tracing_on
-	o0=$(rb overrun) d0=$(rb "dropped events")
+	# Clearing the buffer resets its counters: they are read after it.
 	echo >$T/trace
+	o0=$(rb overrun) d0=$(rb "dropped events")
 	sleep 0.5
 	# The cookies before the marker are checked. New requests stop, and the stacks of the
 	# pending ones (a shell waiting for its child, say) have a second to come.
@@ -104,16 +107,25 @@ window() {
 		next
 	}
 	/user_unwind_stack: cookie=/ {
-		split($0, a, "cookie="); split(a[2], b, " "); stacks[b[1]] = 1; nstacks++; next
+		split($0, a, "cookie="); split(a[2], b, " "); stacks[b[1]] = 1; nstacks++
+		stack = $0
+		next
 	}
 	/file_cache: cookie=/ { split($0, a, "cookie="); split(a[2], b, " "); files[b[1]] = 1; next }
-	/^ => </ { v = $NF; sub(/^0x0*/, "", v); if (v != "" && v != "1") used[v] = 1 }
+	/^ => </ {
+		v = $NF; sub(/^0x0*/, "", v)
+		if (v != "" && v != "1" && !(v in used)) used[v] = stack " (" $0 ")"
+	}
 	END {
 		for (k in cookies) {
 			n++
 			if (!(k in stacks)) { missing++; print "missing:", line[k] }
 		}
-		for (k in used) if (!(k in files)) unexplained++
+		for (k in used) {
+			if (k in files) continue
+			unexplained++
+			print "unexplained file cookie " k ", first in:", used[k]
+		}
 		printf "cycle %d cookies=%d stacks=%d missing=%d unexplained_files=%d lost=%d" \
 			" nmi=%d hardirq=%d\n", c, n, nstacks, missing, unexplained, lost, nmi, hardirq
 	}' $T/trace >>/tmp/summary
