@@ -51,6 +51,18 @@ impl Task for Synthetic<'_> {
     fn object_close(&mut self) {}
 }
 
+/// The row of a frame whose CFA is `rsp + offset`, with the return address just below it
+/// and `rbp` and `rbx` untouched.
+fn rsp_row(offset: i32) -> Row {
+    Row {
+        cfa: Cfa::RegOffset { reg: 7, offset },
+        ra: Rule::Offset(-8),
+        bp: Rule::SameValue,
+        bx: Rule::SameValue,
+        signal: false,
+    }
+}
+
 #[test]
 fn warm_stack_of_129_frames() {
     let mut stack = vec![0u8; 16 * FRAMES + 16];
@@ -59,13 +71,7 @@ fn warm_stack_of_129_frames() {
         stack[16 * i + 8..16 * i + 16].copy_from_slice(&ra.to_le_bytes());
     }
     let caches = Caches::new();
-    let row = Row {
-        cfa: Cfa::RegOffset { reg: 7, offset: 16 },
-        ra: Rule::Offset(-8),
-        bp: Rule::SameValue,
-        bx: Rule::SameValue,
-        signal: false,
-    };
+    let row = rsp_row(16);
     caches.rows.put(5, 0x149f, &row);
     caches.rows.put(5, 0x1400, &row);
     let mut scratch = Scratch::new();
@@ -124,13 +130,7 @@ fn first_sight_on_libc() {
         offset: 0,
         key: Some(KEY),
     };
-    let entered = Row {
-        cfa: Cfa::RegOffset { reg: 7, offset: 8 },
-        ra: Rule::Offset(-8),
-        bp: Rule::SameValue,
-        bx: Rule::SameValue,
-        signal: false,
-    };
+    let entered = rsp_row(8);
     let mut probe = common::FileTask::new(&data);
     let probe_caches = Box::new(Caches::new());
     let mut scratch = Box::new(Scratch::new());
