@@ -9,11 +9,11 @@
 //!
 //! Memory: the row and table caches are static, about 110 KiB; the files' tables
 //! (`src/tables.c`) are allocated here, in the callback, and bounded by `table_kib`; the
-//! work buffers (the CIE and FDE scratch, an FDE's rows, the 511 frames and two 256-byte
-//! read blocks, 14.8 KiB each) are a static pool of [`POOL_SLOTS`] (118 KiB): a callback
-//! takes a free one without allocating, and when all are in use (as many tasks in the
-//! callback at once, each faulting a page in) it records the kernel's frame-pointer stack
-//! instead.
+//! work buffers (the CIE and FDE scratch, the stack's last CIE, an FDE's rows and its
+//! remembered rows, the 511 frames and two 256-byte read blocks, 15.6 KiB each) are a
+//! static pool of [`POOL_SLOTS`] (125 KiB): a callback takes a free one without
+//! allocating, and when all are in use (as many tasks in the callback at once, each
+//! faulting a page in) it records the kernel's frame-pointer stack instead.
 
 use crate::ffi;
 use crate::logic::cfi::step::{Regs, Scratch};
