@@ -233,10 +233,10 @@ pub(crate) struct PooledRecord {
 
 impl PooledRecord {
     /// A free record of the pool, starting with the slot of the CPU that made the unwind
-    /// `cookie` (its high half is the CPU's number plus one), so that each CPU's callbacks
-    /// keep using the same memory.
+    /// `cookie` (its low half is the CPU's number plus one, its high half a count), so
+    /// that each CPU's callbacks keep using the same memory.
     pub(crate) fn take(cookie: u64) -> Option<Self> {
-        let first = (cookie >> 32) as usize;
+        let first = (cookie as u32).wrapping_sub(1) as usize;
         (0..POOLED_RECORDS).find_map(|i| {
             let slot = &RECORDS[(first + i) % POOLED_RECORDS];
             let free = !slot.busy.load(Ordering::Relaxed)
