@@ -5,7 +5,8 @@
 //! callgrind to count instructions, `UU_ITER=N valgrind --tool=callgrind`), and random
 //! memory behind the mappings and on the stack (it ends, within its limits, never panics).
 //! Its cost at first sight, on libc: a row cache miss on an FDE its file's table has not
-//! seen (two callgrind runs, `UU_FDES=N` and `UU_FDES=0`: the difference over N).
+//! seen (two runs under `valgrind --tool=callgrind --toggle-collect='*unwinder::unwind*'`
+//! with two values of `UU_FDES`: the difference over the difference in frames).
 
 mod common;
 
@@ -102,8 +103,8 @@ fn warm_stack_of_129_frames() {
 /// each frame a row cache miss on an FDE the file's table has not seen, which parses the
 /// FDE and keeps its rows (the table is made by the first). At a function's first
 /// instruction the caller's return address is at the stack pointer, so the stack is the
-/// return addresses one after the other. Every stack must be whole, and the rows of all
-/// but a few FDEs kept (not those with a CFA expression, `.plt`'s); the oracle of the rows
+/// return addresses one after the other. Every stack must be whole, every frame a row
+/// cache miss, and the table must keep at least a row a frame; the oracle of the rows
 /// themselves is `cfi_oracle`.
 #[test]
 fn first_sight_on_libc() {
