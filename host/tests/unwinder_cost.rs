@@ -110,7 +110,7 @@ fn warm_stack_of_129_frames() {
 fn first_sight_on_libc() {
     const LIBC: &str = "/lib/x86_64-linux-gnu/libc.so.6";
     const KEY: u64 = 0x11bc;
-    const DEPTH: u64 = 100;
+    const DEPTH: usize = 100;
     let data = std::fs::read(LIBC).expect("libc");
     let mut mem = common::ElfMemory::new(&data);
     let mut budget = Budget::default();
@@ -152,7 +152,7 @@ fn first_sight_on_libc() {
     file.region = Some(region);
     // Frame i's return address (into frame i + 1) at SP + 8 i; the last returns to 0.
     let stacks: Vec<Vec<u8>> = pcs
-        .chunks(DEPTH as usize)
+        .chunks(DEPTH)
         .map(|chunk| {
             let ras = chunk.iter().skip(1).map(|&pc| pc + 1).chain([0]);
             ras.flat_map(u64::to_le_bytes).collect()
@@ -160,7 +160,7 @@ fn first_sight_on_libc() {
         .collect();
     let mut ips = vec![0u64; 511];
     let (mut frames, mut misses) = (0, 0);
-    for (chunk, stack) in pcs.chunks(DEPTH as usize).zip(&stacks) {
+    for (chunk, stack) in pcs.chunks(DEPTH).zip(&stacks) {
         file.stack = Slice {
             base: SP,
             bytes: stack,

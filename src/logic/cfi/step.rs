@@ -92,9 +92,9 @@ impl Scratch {
 #[derive(Clone, Debug)]
 pub struct LastCie {
     buf: [u8; CIE_MAX],
-    /// The entry as loaded into `buf` (its body's length there, its length, its body's
-    /// address, the 64-bit format), and parsed; `None`: nothing loaded.
-    loaded: Option<(usize, usize, u64, bool, Cie)>,
+    /// The entry as loaded into `buf` (its body's length, whole there, its body's address,
+    /// the 64-bit format), and parsed; `None`: nothing loaded.
+    loaded: Option<(usize, u64, bool, Cie)>,
 }
 
 impl LastCie {
@@ -119,11 +119,11 @@ impl LastCie {
         addr: u64,
     ) -> Result<(RawEntry<'_>, Cie), CfiError> {
         match self.loaded {
-            Some((body, len, body_addr, is64, cie)) if cie.addr == addr => {
+            Some((len, body_addr, is64, cie)) if cie.addr == addr => {
                 let raw = RawEntry {
                     addr,
                     is64,
-                    body: self.buf.get(..body).ok_or(CfiError::Malformed)?,
+                    body: self.buf.get(..len).ok_or(CfiError::Malformed)?,
                     len,
                     body_addr,
                 };
@@ -133,7 +133,8 @@ impl LastCie {
                 self.loaded = None;
                 let raw = load_entry(mem, budget, addr, &mut self.buf)?;
                 let cie = parse_cie(&raw)?;
-                self.loaded = Some((raw.body.len(), raw.len, raw.body_addr, raw.is64, cie));
+                // `load_entry()` loads a body whole or fails.
+                self.loaded = Some((raw.len, raw.body_addr, raw.is64, cie));
                 Ok((raw, cie))
             }
         }
@@ -230,10 +231,8 @@ pub fn find_in_fde<M: Memory + ?Sized>(
 
 /// Every row of the FDE at `fde_addr`, handed to `emit` ([`all_rows`], in `remembered`),
 /// its CIE from `cie` (loaded there unless it is the last one) and the FDE copied into
-/// `fde`; its range.
-/// An FDE longer than `fde`:
-/// [`CfiError::TooLong`] (the rows of such an FDE are looked up one at a time, by
-/// [`find_in_fde`]).
+/// `fde`; its range. An FDE longer than `fde`: [`CfiError::TooLong`] (the rows of such an
+/// FDE are looked up one at a time, by [`find_in_fde`]).
 pub fn fde_rows<M: Memory + ?Sized>(
     mem: &mut M,
     budget: &mut Budget,
