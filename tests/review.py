@@ -269,7 +269,7 @@ def check_churn(check_fn, s, parse_trace, values, prog, cache):
     misses = grown(during, after, "unwind_row_misses")
     parsed = grown(during, after, "unwind_rows_parsed")
     check_fn("review: churn: after it, the honest program's 40 stacks are complete, miss "
-             "the row cache the churn filled, and parse no row (its files' tables stayed)",
+             "the row cache the churn filled, and parse no row",
              len(complete) == HONEST_CALLS and not wrong and misses >= 1 and parsed == 0,
              f"{len(complete)} complete, wrong {wrong[:2]}, row misses {misses}, rows "
              f"parsed {parsed}")

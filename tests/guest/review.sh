@@ -123,8 +123,11 @@ review_stats REVIEW_EXEC_AFTER
 # makes a new file identity before each of its runs (a chmod of its own copy of
 # uu_bench_cold: 8192 functions, a 140 KiB search table) and thousands of new rows (which
 # fill the row cache), while an honest program runs every 0.1 s. The honest program's
-# tables are in use, so never dropped for the churner's: after the churn its stacks miss
-# the row cache and find every row in the tables, parsing none.
+# tables, in use whenever its rows miss the row cache, are never dropped for the
+# churner's: after the churn its stacks miss the row cache and parse no row. Each run starts after the
+# last run's table has been idle for a second (UU_TABLE_IDLE), so it may be dropped for the
+# new one: without the pause, a run shorter than a second (Debian's kernel) is refused a
+# table throughout, as designed, and makes none.
 P=/sys/module/user_unwind/parameters/table_kib
 kib=$(cat $P)
 echo 1024 >$P
@@ -139,6 +142,7 @@ churn=0
 for i in 1 2 3 4 5 6; do
 	chmod $((i % 2 ? 755 : 775)) /tmp/churn
 	timeout -s KILL 120 /tmp/churn 60 64 >/dev/null && churn=$((churn + 1))
+	sleep 1.2
 done
 touch /tmp/churn.done
 wait $honest
