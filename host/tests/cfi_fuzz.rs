@@ -12,7 +12,8 @@ use proptest::prelude::*;
 use std::sync::OnceLock;
 use user_unwind_logic::logic::cfi::cie::Cie;
 use user_unwind_logic::logic::cfi::elf::find_eh_frame_hdr;
-use user_unwind_logic::logic::cfi::machine::{find_row, Program};
+use user_unwind_logic::logic::cfi::machine::{all_rows, find_row, Program, Row, NO_ROWS};
+use user_unwind_logic::logic::cfi::packed::{encode_row, packed_initial, packed_rows, Packed};
 use user_unwind_logic::logic::cfi::step::{step, Regs, Scratch, Step};
 use user_unwind_logic::logic::cfi::table::Hdr;
 use user_unwind_logic::logic::cfi::{Budget, CfiError, Memory, Slice};
@@ -199,6 +200,112 @@ proptest! {
         if let Ok(found) = find_row(&p, pc, &mut budget) {
             prop_assert!(found.start <= pc && pc < found.end, "{found:?} for {pc:#x}");
             prop_assert!(found.end <= 0x1100);
+        }
+    }
+}
+
+/// A CFA instruction with its operands: mostly what compilers write (on the registers the
+/// unwinder tracks and others), sometimes an expression or a random byte.
+fn cfa_op() -> impl Strategy<Value = Vec<u8>> {
+    let reg = prop_oneof![Just(3u8), Just(6), Just(7), Just(16), 0u8..40];
+    let uleb = prop_oneof![0u8..0x7f, Just(0x7f)].prop_map(|b| vec![b]);
+    let wide = Just(vec![0x80u8, 0x80, 0x80, 0x80, 0x08]);
+    prop_oneof![
+        (1u8..0x40).prop_map(|d| vec![0x40 | d]),
+        (reg.clone(), prop_oneof![uleb.clone(), wide.clone()]).prop_map(|(r, n)| [
+            vec![0x80 | (r & 0x3f)],
+            n
+        ]
+        .concat()),
+        reg.clone().prop_map(|r| vec![0xc0 | (r & 0x3f)]),
+        (reg.clone(), uleb.clone()).prop_map(|(r, n)| [vec![0x0c, r], n].concat()),
+        (reg.clone(), uleb.clone()).prop_map(|(r, n)| [vec![0x14, r], n].concat()),
+        (reg.clone(), any::<u8>()).prop_map(|(r, n)| vec![0x11, r, n & 0x7f]),
+        prop_oneof![uleb.clone(), wide].prop_map(|n| [vec![0x0e], n].concat()),
+        any::<u8>().prop_map(|n| vec![0x13, n & 0x7f]),
+        reg.clone().prop_map(|r| vec![0x0d, r]),
+        reg.clone().prop_map(|r| vec![0x07, r]),
+        reg.clone().prop_map(|r| vec![0x08, r]),
+        (reg.clone(), reg.clone()).prop_map(|(r, o)| vec![0x09, r, o]),
+        reg.clone().prop_map(|r| vec![0x06, r]),
+        Just(vec![0x0a]),
+        Just(vec![0x0b]),
+        Just(vec![0x00]),
+        any::<u8>().prop_map(|d| vec![0x02, d]),
+        Just(vec![0x03, 0x00, 0x01]),
+        Just(vec![0x2e, 0x10]),
+        (reg.clone(), 0u8..20).prop_map(|(r, n)| [vec![0x10, r, n], vec![0x77; n.into()]].concat()),
+        (reg, 0u8..4).prop_map(|(r, n)| [vec![0x16, r, n], vec![0x08; n.into()]].concat()),
+        Just(vec![0x0f, 0x02, 0x77, 0x08]),
+        any::<u8>().prop_map(|b| vec![b]),
+    ]
+}
+
+/// The general machine's rows of `p`, packed as [`packed_rows`] gives them, if it succeeds
+/// and all of them have the packed form.
+fn general_rows(p: &Program<'_>, budget: &mut Budget) -> Option<Vec<Packed>> {
+    let (mut rows, mut whole) = (Vec::new(), true);
+    let mut emit = |start: u64, row: &Row| {
+        let off = start - p.pc_begin;
+        match encode_row(row) {
+            Some([a, b, c]) if off < 1 << 24 && rows.len() < 256 => rows.push([a, b, c | off << 8]),
+            _ => whole = false,
+        }
+        Ok(())
+    };
+    let mut remembered = NO_ROWS;
+    let ok = all_rows(p, budget, &mut remembered, &mut emit).is_ok();
+    (ok && whole).then_some(rows)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 20_000, ..ProptestConfig::default() })]
+
+    /// The packed machine gives an FDE's rows only when the general machine gives the same
+    /// rows, all packed (else its caller runs the general machine): on instruction streams
+    /// of what compilers write, mixed with expressions, errors and random bytes, under a
+    /// budget that sometimes runs out.
+    #[test]
+    fn packed_rows_are_the_general_machines(
+        cie_ops in proptest::collection::vec(cfa_op(), 0..4),
+        fde_ops in proptest::collection::vec(cfa_op(), 0..40),
+        code_align in 0u64..3,
+        data_align in -9i64..9,
+        signal in any::<bool>(),
+        insns in 20u32..100,
+    ) {
+        let cie = Cie {
+            addr: 0,
+            version: 1,
+            code_align,
+            data_align,
+            ra_reg: 16,
+            has_z: true,
+            fde_enc: 0x1b,
+            lsda_enc: 0xff,
+            signal,
+            insns_start: 0,
+            insns_end: 0,
+        };
+        let (cie_insns, fde_insns) = (cie_ops.concat(), fde_ops.concat());
+        let p = Program {
+            cie: &cie,
+            cie_insns: &cie_insns,
+            cie_insns_addr: 0x100,
+            fde_insns: &fde_insns,
+            fde_insns_addr: 0x200,
+            pc_begin: 0x1000,
+            pc_end: 0x1100,
+        };
+        let budget = Budget { bytes: 0, insns };
+        let general = general_rows(&p, &mut budget.clone());
+        let mut b = budget;
+        let mut stack = [[0; 3]; 8];
+        let mut rows = [[0; 3]; 256];
+        let packed = packed_initial(&p, &mut b)
+            .and_then(|initial| packed_rows(&p, initial, &mut b, &mut stack, &mut rows));
+        if let Some(n) = packed {
+            prop_assert_eq!(Some(rows[..n].to_vec()), general);
         }
     }
 }

@@ -50,10 +50,15 @@ use super::cfi::elf::read_object;
 use super::cfi::elf::Load;
 use super::cfi::elf::Object;
 use super::cfi::elf::MAX_LOADS;
-use super::cfi::machine::Cfa;
 use super::cfi::machine::Found;
 use super::cfi::machine::Row;
-use super::cfi::machine::Rule;
+use super::cfi::packed::decode_row;
+use super::cfi::packed::encode_row;
+use super::cfi::packed::OFFSET;
+use super::cfi::packed::REGISTER;
+use super::cfi::packed::SAME_VALUE;
+use super::cfi::packed::UNDEFINED;
+use super::cfi::packed::VAL_OFFSET;
 use super::cfi::pointer::read_encoded;
 use super::cfi::pointer::Bases;
 use super::cfi::read_mem;
@@ -259,10 +264,10 @@ fn no_fde(info: &TableInfo, vaddr: u64, bp: u64) -> Lookup {
 enum Kept {
     /// The row, or that no FDE covers the address.
     Lookup(Lookup),
-    /// FDE `i` (its search table entry) covers the address `vaddr` of the file `info`
-    /// describes, if any does, and its rows are not kept: they are to be parsed (and
-    /// kept, with `true`: they have not been tried yet).
-    Parse(TableInfo, u64, usize, Entry, bool),
+    /// FDE `i` (its search table entry) covers the address `vaddr` of the file
+    /// [`Unwind::info`] describes, if any does, and its rows are not kept: they are to be
+    /// parsed (and kept, with `true`: they have not been tried yet).
+    Parse(u64, usize, Entry, bool),
     /// Nothing: the file is to be read.
     Unknown,
 }
@@ -400,6 +405,17 @@ impl<const W: usize> Slot<W> {
         (self.seq.load(Ordering::Relaxed) == s1).then_some(out)
     }
 
+    /// Whether the first two words are 0 (an empty slot) or `k0` and `k1`, as last
+    /// written: a writer's choice of a slot, which [`Slot::write`] then takes or skips.
+    #[inline(always)]
+    fn holds(&self, k0: u64, k1: u64) -> bool {
+        let (Some(w0), Some(w1)) = (self.words.first(), self.words.get(1)) else {
+            return false;
+        };
+        let k = w0.load(Ordering::Relaxed);
+        k == 0 || (k == k0 && w1.load(Ordering::Relaxed) == k1)
+    }
+
     /// Writes the words, unless another writer is at it.
     fn write(&self, words: [u64; W]) {
         let s = self.seq.load(Ordering::Relaxed);
@@ -488,28 +504,6 @@ impl Default for RowCache {
     }
 }
 
-fn rule_code(r: &Rule) -> Option<(u64, u32)> {
-    Some(match *r {
-        Rule::Undefined => (1, 0),
-        Rule::SameValue => (2, 0),
-        Rule::Offset(o) => (3, o as u32),
-        Rule::ValOffset(o) => (4, o as u32),
-        Rule::Register(r) => (5, u32::from(r)),
-        Rule::Expression(_) | Rule::ValExpression(_) => return None,
-    })
-}
-
-fn rule_decode(tag: u64, v: u32) -> Option<Rule> {
-    Some(match tag {
-        1 => Rule::Undefined,
-        2 => Rule::SameValue,
-        3 => Rule::Offset(v as i32),
-        4 => Rule::ValOffset(v as i32),
-        5 => Rule::Register(u8::try_from(v).ok()?),
-        _ => return None,
-    })
-}
-
 /// A cached row in its packed form ([`encode_row`]), applied without building a [`Row`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Packed {
@@ -531,11 +525,11 @@ fn packed_value<M: Memory + ?Sized>(
     regs: &Regs,
 ) -> Result<Option<u64>, CfiError> {
     Ok(Some(match tag {
-        1 => return Ok(None),
-        2 => current,
-        3 => read_u64(mem, budget, cfa.wrapping_add_signed(i64::from(v as i32)))?,
-        4 => cfa.wrapping_add_signed(i64::from(v as i32)),
-        5 => reg_value(v, regs)?,
+        UNDEFINED => return Ok(None),
+        SAME_VALUE => current,
+        OFFSET => read_u64(mem, budget, cfa.wrapping_add_signed(i64::from(v as i32)))?,
+        VAL_OFFSET => cfa.wrapping_add_signed(i64::from(v as i32)),
+        REGISTER => reg_value(v, regs)?,
         _ => return Err(CfiError::Malformed),
     }))
 }
@@ -623,39 +617,6 @@ fn apply_packed<M: Memory + ?Sized>(
     Ok(Next::Caller)
 }
 
-/// A row as three words, if it has no expression.
-fn encode_row(row: &Row) -> Option<(u64, u64, u64)> {
-    let Cfa::RegOffset { reg, offset } = row.cfa else {
-        return None;
-    };
-    let (ra_tag, ra) = rule_code(&row.ra)?;
-    let (bp_tag, bp) = rule_code(&row.bp)?;
-    let (bx_tag, bx) = rule_code(&row.bx)?;
-    let a = u64::from(reg)
-        | u64::from(row.signal) << 8
-        | ra_tag << 16
-        | bp_tag << 24
-        | u64::from(offset as u32) << 32;
-    Some((
-        a,
-        u64::from(ra) | u64::from(bp) << 32,
-        bx_tag | u64::from(bx) << 32,
-    ))
-}
-
-fn decode_row(a: u64, b: u64, c: u64) -> Option<Row> {
-    Some(Row {
-        cfa: Cfa::RegOffset {
-            reg: a as u8,
-            offset: (a >> 32) as u32 as i32,
-        },
-        ra: rule_decode((a >> 16) & 0xff, b as u32)?,
-        bp: rule_decode((a >> 24) & 0xff, (b >> 32) as u32)?,
-        bx: rule_decode(c & 0xff, (c >> 32) as u32)?,
-        signal: (a >> 8) & 0xff != 0,
-    })
-}
-
 impl RowCache {
     /// An empty cache.
     pub const fn new() -> Self {
@@ -674,7 +635,7 @@ impl RowCache {
     /// The row cached for `offset` in the file `key`.
     pub fn get(&self, key: u64, offset: u64) -> Option<Row> {
         let p = self.get_packed(key, offset)?;
-        decode_row(p.a, p.b, p.c)
+        decode_row([p.a, p.b, p.c])
     }
 
     #[inline(always)]
@@ -691,7 +652,7 @@ impl RowCache {
 
     /// Caches `row` for `offset` in the file `key`, if it has no expression.
     pub fn put(&self, key: u64, offset: u64, row: &Row) {
-        if let Some((a, b, c)) = encode_row(row) {
+        if let Some([a, b, c]) = encode_row(row) {
             self.put_packed(key, offset, Packed { a, b, c });
         }
     }
@@ -701,10 +662,7 @@ impl RowCache {
         let Packed { a, b, c } = p;
         let bucket = self.bucket(key, offset);
         // The row's own slot or a free one, else one chosen by the offset's low bits.
-        let free = bucket.iter().position(|slot| {
-            slot.read()
-                .is_some_and(|[k, o, ..]| k == 0 || (k == key && o == offset))
-        });
+        let free = bucket.iter().position(|slot| slot.holds(key, offset));
         let way = free.unwrap_or((offset as usize >> 2) % WAYS);
         if let Some(slot) = bucket.get(way) {
             slot.write([key, offset, a, b, c]);
@@ -772,6 +730,10 @@ struct Unwind<'a, T: Task> {
     next: usize,
     /// The key of the object open for row misses (0: none).
     open: u64,
+    /// The description of the file whose key it holds, from its table or its headers
+    /// (decoded once a stack rather than at each row cache miss: a file's identity is
+    /// its content, so its description never changes).
+    info: Option<(u64, TableInfo)>,
     counts: Counts,
 }
 
@@ -790,6 +752,7 @@ impl<'a, T: Task> Unwind<'a, T> {
             last_pc: u64::MAX,
             next: 0,
             open: 0,
+            info: None,
             counts: Counts::default(),
         }
     }
@@ -828,7 +791,7 @@ impl<'a, T: Task> Unwind<'a, T> {
     fn lookup(&mut self, seen: &Seen, pc: u64, offset: u64, bp: u64) -> Result<Lookup, CfiError> {
         let fde = match self.kept(seen.key, offset, bp) {
             Kept::Lookup(lookup) => return Ok(lookup),
-            Kept::Parse(info, vaddr, i, entry, keep) => Some((info, vaddr, (i, entry, keep))),
+            Kept::Parse(vaddr, i, entry, keep) => Some((vaddr, (i, entry, keep))),
             Kept::Unknown => None,
         };
         let region = Region {
@@ -848,11 +811,9 @@ impl<'a, T: Task> Unwind<'a, T> {
         }
         let found = match fde {
             // The table's search already found the FDE.
-            Some((info, vaddr, fde)) => {
-                let no_fde = no_fde(&info, vaddr, bp);
-                self.parse_fde(seen.key, &info, fde, vaddr, no_fde)
-                    .map(|lookup| (lookup, None))
-            }
+            Some((vaddr, fde)) => self
+                .parse_fde(seen.key, fde, vaddr, bp)
+                .map(|lookup| (lookup, None)),
             None => self.lookup_open(seen.key, offset, bp),
         };
         let settled = self.task.object_settled();
@@ -876,7 +837,10 @@ impl<'a, T: Task> Unwind<'a, T> {
         let Some(view) = self.task.table(key).and_then(View::new) else {
             return Kept::Unknown;
         };
-        let Some(info) = info_of(&view.info()) else {
+        if !matches!(self.info, Some((k, _)) if k == key) {
+            self.info = info_of(&view.info()).map(|info| (key, info));
+        }
+        let Some((_, info)) = &self.info else {
             return Kept::Unknown;
         };
         let Some(vaddr) = info
@@ -887,15 +851,15 @@ impl<'a, T: Task> Unwind<'a, T> {
             return Kept::Unknown;
         };
         let Some(i) = view.search(vaddr) else {
-            return Kept::Lookup(no_fde(&info, vaddr, bp));
+            return Kept::Lookup(no_fde(info, vaddr, bp));
         };
         let entry = view.entry(i);
         match view.rows(i) {
             rows @ Rows::Kept { .. } => Kept::Lookup(match view.row(rows, vaddr - entry.initial) {
                 Some([a, b, c]) => Lookup::Kept(Packed { a, b, c }, true),
-                None => no_fde(&info, vaddr, bp),
+                None => no_fde(info, vaddr, bp),
             }),
-            rows => Kept::Parse(info, vaddr, i, entry, rows == Rows::Unseen),
+            rows => Kept::Parse(vaddr, i, entry, rows == Rows::Unseen),
         }
     }
 
@@ -1003,59 +967,35 @@ impl<'a, T: Task> Unwind<'a, T> {
     }
 
     /// The row at `vaddr` in FDE `i` of the file `key`'s table (`entry`, its search table
-    /// entry), from the open object: with `keep`, every row of the FDE is parsed and kept
-    /// in the table (if the object's content is settled); `no_fde` when it does not cover
+    /// entry), from the open object, which [`Unwind::info`] describes: with `keep`, every
+    /// row of the FDE is parsed and kept in the table (if the object's content is
+    /// settled); [`no_fde`] (`bp`, the frame's frame pointer) when it does not cover
     /// `vaddr`.
     fn parse_fde(
         &mut self,
         key: u64,
-        info: &TableInfo,
         (i, entry, keep): (usize, Entry, bool),
         vaddr: u64,
-        no_fde: Lookup,
+        bp: u64,
     ) -> Result<Lookup, CfiError> {
         self.counts.parsed += 1;
+        let Some((_, info)) = &self.info else {
+            return Err(CfiError::Malformed);
+        };
+        let no_fde = no_fde(info, vaddr, bp);
         if keep {
-            let Scratch {
-                last_cie: cie,
-                fde,
-                rows,
-                remembered,
-                ..
-            } = &mut *self.scratch;
-            let (mut n, mut whole) = (0usize, true);
-            let mut emit = |start: u64, row: &Row| {
-                let off = start.wrapping_sub(entry.initial);
-                match (encode_row(row), rows.get_mut(n)) {
-                    (Some((a, b, c)), Some(slot)) if off < 1 << 24 => {
-                        *slot = [a, b, c | off << 8];
-                        n += 1;
-                    }
-                    _ => whole = false,
-                }
-                Ok(())
-            };
             let mut mem = ObjectOf {
                 task: &mut *self.task,
                 object: &info.object,
             };
-            let range = fde_rows(
-                &mut mem,
-                &mut self.budget,
-                entry.fde,
-                cie,
-                fde,
-                remembered,
-                &mut emit,
-            );
-            let (whole, len) = match range {
-                Ok((begin, end)) => (whole && begin == entry.initial, end - begin),
+            let (n, len) = match fde_rows(&mut mem, &mut self.budget, entry.fde, self.scratch) {
+                Ok((begin, end, n)) => (n.filter(|_| begin == entry.initial), end - begin),
                 // Longer than the buffer: not kept, its rows parsed one at a time.
-                Err(CfiError::TooLong) => (false, 0),
+                Err(CfiError::TooLong) => (None, 0),
                 Err(CfiError::NoFde) => return Ok(no_fde),
                 Err(e) => return Err(e),
             };
-            let kept = rows.get(..n).filter(|_| whole);
+            let kept = n.and_then(|n| self.scratch.rows.get(..n));
             if self.task.object_settled() {
                 self.task
                     .table_write(key, &mut |w| ftable::add(w, i, kept, len));
@@ -1127,7 +1067,8 @@ impl<'a, T: Task> Unwind<'a, T> {
         };
         match self.indexed(key, &info, &hdr, vaddr)? {
             Indexed::Fde(i, entry, keep) => {
-                let lookup = self.parse_fde(key, &info, (i, entry, keep), vaddr, no_fde)?;
+                self.info = Some((key, info));
+                let lookup = self.parse_fde(key, (i, entry, keep), vaddr, bp)?;
                 return Ok((lookup, read));
             }
             Indexed::NoFde => return Ok((no_fde, read)),
@@ -1258,7 +1199,7 @@ pub fn row_at<T: Task>(
     let offset = (pc - seen.start).wrapping_add(seen.offset);
     let row = match u.lookup(&seen, pc, offset, 1) {
         Ok(Lookup::Row(found, _)) => Ok(Some(found.row)),
-        Ok(Lookup::Kept(p, _)) => Ok(decode_row(p.a, p.b, p.c)),
+        Ok(Lookup::Kept(p, _)) => Ok(decode_row([p.a, p.b, p.c])),
         Ok(Lookup::NoFde | Lookup::Root) => Ok(None),
         Err(e) => Err(e),
     };
@@ -1315,7 +1256,9 @@ pub fn unwind<T: Task>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::cfi::machine::Cfa;
     use super::super::cfi::machine::Expr;
+    use super::super::cfi::machine::Rule;
     use super::*;
 
     #[test]
@@ -1419,7 +1362,7 @@ mod tests {
                             bx,
                             signal,
                         };
-                        let (a, b, c) = encode_row(&row).unwrap();
+                        let [a, b, c] = encode_row(&row).unwrap();
                         let mut b1 = Budget::default();
                         let mut b2 = Budget::default();
                         let (mut r1, mut e1) = (regs, false);

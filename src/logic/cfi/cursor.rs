@@ -58,8 +58,11 @@ impl<'a> Cursor<'a> {
     }
 
     /// A byte.
+    #[inline(always)]
     pub fn u8(&mut self) -> Result<u8, CfiError> {
-        Ok(self.array::<1>()?[0])
+        let b = *self.buf.get(self.pos).ok_or(CfiError::Malformed)?;
+        self.pos += 1;
+        Ok(b)
     }
 
     /// A 16-bit value.
@@ -78,7 +81,18 @@ impl<'a> Cursor<'a> {
     }
 
     /// An unsigned LEB128 number.
+    #[inline]
     pub fn uleb(&mut self) -> Result<u64, CfiError> {
+        // Most are one byte.
+        let b = self.u8()?;
+        if b & 0x80 == 0 {
+            return Ok(u64::from(b));
+        }
+        self.pos -= 1;
+        self.uleb_long()
+    }
+
+    fn uleb_long(&mut self) -> Result<u64, CfiError> {
         let mut value = 0u64;
         for i in 0..10u32 {
             let b = self.u8()?;

@@ -22,6 +22,7 @@ pub mod elf;
 pub mod expr;
 pub mod fde;
 pub mod machine;
+pub mod packed;
 pub mod pointer;
 pub mod step;
 pub mod table;

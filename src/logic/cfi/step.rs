@@ -30,13 +30,18 @@ use super::machine::all_rows;
 use super::machine::find_row;
 use super::machine::find_row_streamed;
 use super::machine::Cfa;
-use super::machine::Emit;
 use super::machine::Found;
 use super::machine::Program;
 use super::machine::Remembered;
 use super::machine::Row;
 use super::machine::Rule;
+use super::machine::MAX_REMEMBER;
 use super::machine::NO_ROWS;
+use super::packed::encode_row;
+use super::packed::packed_initial;
+use super::packed::packed_rows;
+use super::packed::Packed;
+use super::packed::PackedStack;
 use super::read_u64;
 use super::table::Hdr;
 use super::Budget;
@@ -68,8 +73,10 @@ pub struct Scratch {
     pub rows: [[u64; 3]; ROWS_MAX],
     /// The CIE [`fde_rows`] loaded last.
     pub last_cie: LastCie,
-    /// The `DW_CFA_remember_state` stack of [`fde_rows`].
+    /// The `DW_CFA_remember_state` stack of [`fde_rows`]'s general machine.
     pub remembered: Remembered,
+    /// The same for its packed rows.
+    pub packed: PackedStack,
 }
 
 impl Scratch {
@@ -81,6 +88,7 @@ impl Scratch {
             rows: [[0; 3]; ROWS_MAX],
             last_cie: LastCie::new(),
             remembered: NO_ROWS,
+            packed: [[0; 3]; MAX_REMEMBER],
         }
     }
 }
@@ -95,6 +103,9 @@ pub struct LastCie {
     /// The entry as loaded into `buf` (its body's length, whole there, its body's address,
     /// the 64-bit format), and parsed; `None`: nothing loaded.
     loaded: Option<(usize, u64, bool, Cie)>,
+    /// The row its initial instructions make, packed, once an FDE's rows were
+    /// ([`packed_initial`]).
+    initial: Option<Packed>,
 }
 
 impl LastCie {
@@ -103,21 +114,24 @@ impl LastCie {
         LastCie {
             buf: [0; CIE_MAX],
             loaded: None,
+            initial: None,
         }
     }
 
     /// Forgets the CIE loaded: the next object is another.
     pub fn forget(&mut self) {
         self.loaded = None;
+        self.initial = None;
     }
 
-    /// The CIE at `addr`, loaded and parsed unless it is the one loaded last.
+    /// The CIE at `addr`, loaded and parsed unless it is the one loaded last, and the row
+    /// its initial instructions make if it is known.
     fn load<M: Memory + ?Sized>(
         &mut self,
         mem: &mut M,
         budget: &mut Budget,
         addr: u64,
-    ) -> Result<(RawEntry<'_>, Cie), CfiError> {
+    ) -> Result<(RawEntry<'_>, Cie, Option<Packed>), CfiError> {
         match self.loaded {
             Some((len, body_addr, is64, cie)) if cie.addr == addr => {
                 let raw = RawEntry {
@@ -127,15 +141,16 @@ impl LastCie {
                     len,
                     body_addr,
                 };
-                Ok((raw, cie))
+                Ok((raw, cie, self.initial))
             }
             _ => {
                 self.loaded = None;
+                self.initial = None;
                 let raw = load_entry(mem, budget, addr, &mut self.buf)?;
                 let cie = parse_cie(&raw)?;
                 // `load_entry()` loads a body whole or fails.
                 self.loaded = Some((raw.len, raw.body_addr, raw.is64, cie));
-                Ok((raw, cie))
+                Ok((raw, cie, None))
             }
         }
     }
@@ -229,24 +244,34 @@ pub fn find_in_fde<M: Memory + ?Sized>(
     )
 }
 
-/// Every row of the FDE at `fde_addr`, handed to `emit` ([`all_rows`], in `remembered`),
-/// its CIE from `cie` (loaded there unless it is the last one) and the FDE copied into
-/// `fde`; its range. An FDE longer than `fde`: [`CfiError::TooLong`] (the rows of such an
-/// FDE are looked up one at a time, by [`find_in_fde`]).
+/// Every row of the FDE at `fde_addr`, packed ([`super::packed`]) into `scratch.rows` with
+/// each row's offset from the FDE's first address in bits 8-31 of its third word; its CIE
+/// from `scratch.last_cie` (loaded there unless it is the last one), the FDE copied into
+/// `scratch.fde`. Its range, and the number of rows if all of them have the packed form
+/// and fit (else some are not packed: an expression, a row 16 MiB or more from the start,
+/// more than [`ROWS_MAX`]). The program runs on the packed rows ([`packed_rows`]); only
+/// where that needs the general machine ([`all_rows`]) is the program run by it again,
+/// with the budget it had. An FDE longer than `scratch.fde`: [`CfiError::TooLong`] (the
+/// rows of such an FDE are looked up one at a time, by [`find_in_fde`]).
 pub fn fde_rows<M: Memory + ?Sized>(
     mem: &mut M,
     budget: &mut Budget,
     fde_addr: u64,
-    cie: &mut LastCie,
-    fde: &mut [u8; FDE_MAX],
-    remembered: &mut Remembered,
-    emit: Emit<'_>,
-) -> Result<(u64, u64), CfiError> {
+    scratch: &mut Scratch,
+) -> Result<(u64, u64, Option<usize>), CfiError> {
+    let Scratch {
+        fde,
+        rows,
+        last_cie,
+        remembered,
+        packed,
+        ..
+    } = scratch;
     let fde_raw = load_entry_head(mem, budget, fde_addr, fde)?;
     if fde_raw.body.len() != fde_raw.len {
         return Err(CfiError::TooLong);
     }
-    let (cie_raw, cie) = cie.load(mem, budget, cie_addr(&fde_raw)?)?;
+    let (cie_raw, cie, initial) = last_cie.load(mem, budget, cie_addr(&fde_raw)?)?;
     let parsed = parse_fde(&fde_raw, &cie)?;
     let at = |base: u64, start: usize| base.wrapping_add(start as u64);
     let program = Program {
@@ -258,8 +283,32 @@ pub fn fde_rows<M: Memory + ?Sized>(
         pc_begin: parsed.pc_begin,
         pc_end: parsed.pc_end,
     };
-    all_rows(&program, budget, remembered, emit)?;
-    Ok((parsed.pc_begin, parsed.pc_end))
+    let range = (parsed.pc_begin, parsed.pc_end);
+    let given = *budget;
+    let initial = initial.or_else(|| packed_initial(&program, budget));
+    if let Some(n) = initial.and_then(|i| packed_rows(&program, i, budget, packed, rows)) {
+        last_cie.initial = initial;
+        return Ok((range.0, range.1, Some(n)));
+    }
+    *budget = given;
+    let (mut n, mut whole) = (0usize, true);
+    all_rows(
+        &program,
+        budget,
+        remembered,
+        &mut |start: u64, row: &Row| {
+            let off = start.wrapping_sub(parsed.pc_begin);
+            match (encode_row(row), rows.get_mut(n)) {
+                (Some([a, b, c]), Some(slot)) if off < 1 << 24 => {
+                    *slot = [a, b, c | off << 8];
+                    n += 1;
+                }
+                _ => whole = false,
+            }
+            Ok(())
+        },
+    )?;
+    Ok((range.0, range.1, whole.then_some(n)))
 }
 
 /// The row in force at `pc`, through the `.eh_frame_hdr` table `hdr`.
