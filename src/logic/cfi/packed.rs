@@ -175,6 +175,7 @@ impl Run<'_, '_> {
 
     /// Sets `reg`'s rule, if it is tracked, to `tag` and the value `v` makes (which the
     /// general machine checks only then).
+    #[inline(always)]
     fn set(&mut self, reg: u64, tag: u64, v: impl FnOnce() -> Option<u32>) -> Option<()> {
         if let Some(at) = place(reg) {
             set_rule(&mut self.row, at, tag, v()?);
@@ -182,10 +183,12 @@ impl Run<'_, '_> {
         Some(())
     }
 
+    #[inline(always)]
     fn set_offset(&mut self, reg: u64, tag: u64, off: i64) -> Option<()> {
         self.set(reg, tag, || Some(i32::try_from(off).ok()? as u32))
     }
 
+    #[inline(always)]
     fn set_cfa(&mut self, reg: Option<u64>, offset: Option<i64>) -> Option<()> {
         let [a, ..] = &mut self.row;
         if let Some(reg) = reg {
@@ -198,6 +201,7 @@ impl Run<'_, '_> {
     }
 
     /// Moves to `loc`, handing on the row that ends there.
+    #[inline(always)]
     fn move_to(&mut self, loc: u64) -> Option<()> {
         if loc < self.loc {
             return None;
@@ -209,6 +213,7 @@ impl Run<'_, '_> {
         Some(())
     }
 
+    #[inline(always)]
     fn advance(&mut self, delta: u64) -> Option<()> {
         let by = delta.checked_mul(self.program.cie.code_align)?;
         self.move_to(self.loc.checked_add(by)?)
@@ -216,6 +221,7 @@ impl Run<'_, '_> {
 
     /// The current row, which starts at `loc`, into `rows` (a row from the FDE's end on
     /// covers nothing and is dropped).
+    #[inline(always)]
     fn emit(&mut self) -> Option<()> {
         if self.loc >= self.program.pc_end {
             return Some(());
@@ -268,6 +274,7 @@ impl Run<'_, '_> {
         Some(())
     }
 
+    #[inline(always)]
     fn restore(&mut self, reg: u64) {
         if let Some(at) = place(reg) {
             let (tag, v) = rule_at(&self.initial, at);
