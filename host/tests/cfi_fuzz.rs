@@ -101,6 +101,38 @@ fn fake_stack(words: &[u64]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
+/// A CIE as GCC writes them ("zR", pc-relative FDE pointers, the return address in 16)
+/// with the given factors and signal mark.
+fn gcc_like_cie(code_align: u64, data_align: i64, signal: bool) -> Cie {
+    Cie {
+        addr: 0,
+        version: 1,
+        code_align,
+        data_align,
+        ra_reg: 16,
+        has_z: true,
+        fde_enc: 0x1b,
+        lsda_enc: 0xff,
+        signal,
+        insns_start: 0,
+        insns_end: 0,
+    }
+}
+
+/// An FDE covering 0x1000-0x1100 with the instructions `fde_insns`, of a CIE `cie` whose
+/// initial instructions are `cie_insns`.
+fn program<'a>(cie: &'a Cie, cie_insns: &'a [u8], fde_insns: &'a [u8]) -> Program<'a> {
+    Program {
+        cie,
+        cie_insns,
+        cie_insns_addr: 0x100,
+        fde_insns,
+        fde_insns_addr: 0x200,
+        pc_begin: 0x1000,
+        pc_end: 0x1100,
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 3_000, ..ProptestConfig::default() })]
 
@@ -174,28 +206,8 @@ proptest! {
         signal in any::<bool>(),
         pc in 0x1000u64..0x1200,
     ) {
-        let cie = Cie {
-            addr: 0,
-            version: 1,
-            code_align,
-            data_align,
-            ra_reg: 16,
-            has_z: true,
-            fde_enc: 0x1b,
-            lsda_enc: 0xff,
-            signal,
-            insns_start: 0,
-            insns_end: 0,
-        };
-        let p = Program {
-            cie: &cie,
-            cie_insns: &cie_insns,
-            cie_insns_addr: 0x100,
-            fde_insns: &fde_insns,
-            fde_insns_addr: 0x200,
-            pc_begin: 0x1000,
-            pc_end: 0x1100,
-        };
+        let cie = gcc_like_cie(code_align, data_align, signal);
+        let p = program(&cie, &cie_insns, &fde_insns);
         let mut budget = Budget { bytes: 0, insns: 300 };
         if let Ok(found) = find_row(&p, pc, &mut budget) {
             prop_assert!(found.start <= pc && pc < found.end, "{found:?} for {pc:#x}");
@@ -274,29 +286,9 @@ proptest! {
         signal in any::<bool>(),
         insns in 20u32..100,
     ) {
-        let cie = Cie {
-            addr: 0,
-            version: 1,
-            code_align,
-            data_align,
-            ra_reg: 16,
-            has_z: true,
-            fde_enc: 0x1b,
-            lsda_enc: 0xff,
-            signal,
-            insns_start: 0,
-            insns_end: 0,
-        };
+        let cie = gcc_like_cie(code_align, data_align, signal);
         let (cie_insns, fde_insns) = (cie_ops.concat(), fde_ops.concat());
-        let p = Program {
-            cie: &cie,
-            cie_insns: &cie_insns,
-            cie_insns_addr: 0x100,
-            fde_insns: &fde_insns,
-            fde_insns_addr: 0x200,
-            pc_begin: 0x1000,
-            pc_end: 0x1100,
-        };
+        let p = program(&cie, &cie_insns, &fde_insns);
         let budget = Budget { bytes: 0, insns };
         let general = general_rows(&p, &mut budget.clone());
         let mut b = budget;
