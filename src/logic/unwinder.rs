@@ -579,7 +579,15 @@ fn apply_packed<M: Memory + ?Sized>(
     regs: &mut Regs,
     exact: &mut bool,
 ) -> Result<Next, CfiError> {
-    let cfa = reg_value(u32::from(p.a as u8), regs)?
+    // The common cases first, without the general dispatch: the CFA from rsp, the return
+    // address saved, rbp and rbx unchanged.
+    let cfa_reg = p.a as u8;
+    let base = if u16::from(cfa_reg) == REG_RSP {
+        regs.sp
+    } else {
+        reg_value(u32::from(cfa_reg), regs)?
+    };
+    let cfa = base
         .checked_add_signed(i64::from((p.a >> 32) as u32 as i32))
         .ok_or(CfiError::BadFrame)?;
     let signal = (p.a >> 8) & 0xff != 0;
@@ -590,28 +598,38 @@ fn apply_packed<M: Memory + ?Sized>(
     if ra_tag == 2 {
         return Err(CfiError::BadFrame);
     }
-    let Some(ra) = packed_value(mem, budget, ra_tag, p.b as u32, regs.ip, cfa, regs)? else {
-        return Ok(Next::Outermost);
+    let ra = if ra_tag == OFFSET {
+        read_u64(
+            mem,
+            budget,
+            cfa.wrapping_add_signed(i64::from(p.b as u32 as i32)),
+        )?
+    } else {
+        match packed_value(mem, budget, ra_tag, p.b as u32, regs.ip, cfa, regs)? {
+            Some(ra) => ra,
+            None => return Ok(Next::Outermost),
+        }
     };
     if ra == 0 {
         return Ok(Next::Outermost);
     }
     let bp_tag = (p.a >> 24) & 0xff;
-    let bp = packed_value(mem, budget, bp_tag, (p.b >> 32) as u32, regs.bp, cfa, regs)?;
-    let bx = packed_value(
-        mem,
-        budget,
-        p.c & 0xff,
-        (p.c >> 32) as u32,
-        regs.bx,
-        cfa,
-        regs,
-    )?;
+    let bp = if bp_tag == SAME_VALUE {
+        regs.bp
+    } else {
+        packed_value(mem, budget, bp_tag, (p.b >> 32) as u32, regs.bp, cfa, regs)?.unwrap_or(0)
+    };
+    let bx_tag = p.c & 0xff;
+    let bx = if bx_tag == SAME_VALUE {
+        regs.bx
+    } else {
+        packed_value(mem, budget, bx_tag, (p.c >> 32) as u32, regs.bx, cfa, regs)?.unwrap_or(0)
+    };
     *regs = Regs {
         ip: ra,
         sp: cfa,
-        bp: bp.unwrap_or(0),
-        bx: bx.unwrap_or(0),
+        bp,
+        bx,
     };
     *exact = signal;
     Ok(Next::Caller)
