@@ -131,6 +131,10 @@ struct Current<'k> {
     next_held: usize,
     /// A table being made, not yet published.
     pending: Held,
+    /// The file whose table the memory limit refused to grow in this stack (0: none): its
+    /// other FDEs' rows are not offered to it again before the next stack (the limit's
+    /// scan for idle tables runs at most every 100 ms anyway).
+    refused: u64,
 }
 
 /// File mappings a stack hands to the translation, at most.
@@ -459,19 +463,25 @@ impl Task for Current<'_> {
     }
 
     fn table_write(&mut self, key: u64, write: &mut dyn FnMut(&[AtomicU64]) -> Result<(), Add>) {
+        if key == self.refused {
+            return;
+        }
         // SAFETY: A plain C function; task context (the callback), and no lock held.
         unsafe { ffi::uu_tables_write_lock() };
         if let Some(cur) = Held::get(key) {
             if let (Some(words), Some(Err(Add::Room(n)))) =
                 (cur.words(), cur.words().map(&mut *write))
             {
-                if let Some(new) = Held::alloc(n) {
-                    let grown = new.words().and_then(|w| ftable::grow(words, w));
-                    if grown.is_some() && new.words().map(&mut *write) == Some(Ok(())) {
-                        // SAFETY: `cur` is the file's table and `new`, held, its copy;
-                        // the writers' lock is held.
-                        unsafe { ffi::uu_table_replace(cur.t, new.t) };
+                match Held::alloc(n) {
+                    Some(new) => {
+                        let grown = new.words().and_then(|w| ftable::grow(words, w));
+                        if grown.is_some() && new.words().map(&mut *write) == Some(Ok(())) {
+                            // SAFETY: `cur` is the file's table and `new`, held, its copy;
+                            // the writers' lock is held.
+                            unsafe { ffi::uu_table_replace(cur.t, new.t) };
+                        }
                     }
+                    None => self.refused = key,
                 }
             }
         }
@@ -512,6 +522,7 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         held: [Held::NONE; HELD],
         next_held: 0,
         pending: Held::NONE,
+        refused: 0,
     };
     let start = Regs {
         ip: regs.ip,

@@ -154,7 +154,8 @@ pub trait Task: Memory {
     fn table_publish(&mut self, _key: u64) {}
     /// Runs `write` on the file `key`'s table as it is now, writers excluded; when it asks
     /// for [`Add::Room`], copies the table ([`ftable::grow`]) into a larger one that
-    /// replaces it and runs `write` again on that.
+    /// replaces it and runs `write` again on that. Once the memory limit refused the larger
+    /// one, the file's next writes of the same stack may be dropped.
     fn table_write(&mut self, _key: u64, _write: &mut dyn FnMut(&[AtomicU64]) -> Result<(), Add>) {}
 }
 
