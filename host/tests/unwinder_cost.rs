@@ -20,6 +20,7 @@ use user_unwind_logic::logic::ftable::View;
 use user_unwind_logic::logic::unwinder::{row_at, unwind, Caches, End, Region, Task};
 
 const SP: u64 = 0x7ffc_0000;
+const LIBC: &str = "/lib/x86_64-linux-gnu/libc.so.6";
 const FRAMES: usize = 129;
 
 struct Synthetic<'a>(Slice<'a>);
@@ -98,6 +99,36 @@ fn warm_stack_of_129_frames() {
     }
 }
 
+/// The first addresses of `n` functions of libc (`data`) spread over its `.eh_frame_hdr`,
+/// those whose page is mapped at its own offset (libc's code is), so that `region`, a
+/// mapping at 0, covers them, and whose row there is a called function's (not a thread's
+/// or a signal trampoline's first, which end a stack).
+fn libc_entries(data: &[u8], region: &Region, n: u64) -> Vec<u64> {
+    let mut mem = common::ElfMemory::new(data);
+    let mut budget = Budget::default();
+    let base = mem.first_load();
+    let at = find_eh_frame_hdr(&mut mem, &mut budget, base).expect("libc's PT_GNU_EH_FRAME");
+    let hdr = Hdr::parse(&mut mem, &mut budget, at).expect("libc's .eh_frame_hdr");
+    let n = n.min(hdr.count);
+    let entered = rsp_row(8);
+    let mut probe = common::FileTask::new(data);
+    let caches = Box::new(Caches::new());
+    let mut scratch = Box::new(Scratch::new());
+    let mut pcs = Vec::new();
+    for k in 0..n {
+        let i = k * hdr.count / n.max(1);
+        let mut b = [0u8; 4];
+        mem.read(hdr.table + 8 * i, &mut b)
+            .expect("the search table");
+        let pc = hdr.addr.wrapping_add(i32::from_le_bytes(b) as u64);
+        let row = row_at(&mut probe, &caches, &mut scratch, region, pc);
+        if mem.file_offset(pc) == Some(pc) && row == Ok(Some(entered)) {
+            pcs.push(pc);
+        }
+    }
+    pcs
+}
+
 /// First sight: stacks through the first addresses of `UU_FDES` (default 200) functions of
 /// libc spread over its `.eh_frame_hdr`, 100 frames a stack, mapped where the file says:
 /// each frame a row cache miss on an FDE the file's table has not seen, which parses the
@@ -108,46 +139,22 @@ fn warm_stack_of_129_frames() {
 /// themselves is `cfi_oracle`.
 #[test]
 fn first_sight_on_libc() {
-    const LIBC: &str = "/lib/x86_64-linux-gnu/libc.so.6";
     const KEY: u64 = 0x11bc;
     const DEPTH: usize = 100;
     let data = std::fs::read(LIBC).expect("libc");
-    let mut mem = common::ElfMemory::new(&data);
-    let mut budget = Budget::default();
-    let base = mem.first_load();
-    let at = find_eh_frame_hdr(&mut mem, &mut budget, base).expect("libc's PT_GNU_EH_FRAME");
-    let hdr = Hdr::parse(&mut mem, &mut budget, at).expect("libc's .eh_frame_hdr");
     let n: u64 = std::env::var("UU_FDES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(200)
-        .min(hdr.count);
-    // The first address of every n-th function whose page is mapped at its own offset
-    // (libc's code is), so that one mapping at 0 covers them, and whose row there is a
-    // called function's (not a thread's or a signal trampoline's first, which end a stack).
+        .unwrap_or(200);
     let region = Region {
         start: 0,
         end: data.len() as u64,
         offset: 0,
         key: Some(KEY),
     };
-    let entered = rsp_row(8);
-    let mut probe = common::FileTask::new(&data);
-    let probe_caches = Box::new(Caches::new());
-    let mut scratch = Box::new(Scratch::new());
-    let mut pcs = Vec::new();
-    for k in 0..n {
-        let i = k * hdr.count / n.max(1);
-        let mut b = [0u8; 4];
-        mem.read(hdr.table + 8 * i, &mut b)
-            .expect("the search table");
-        let pc = hdr.addr.wrapping_add(i32::from_le_bytes(b) as u64);
-        let row = row_at(&mut probe, &probe_caches, &mut scratch, &region, pc);
-        if mem.file_offset(pc) == Some(pc) && row == Ok(Some(entered)) {
-            pcs.push(pc);
-        }
-    }
+    let pcs = libc_entries(&data, &region, n);
     let caches = Box::new(Caches::new());
+    let mut scratch = Box::new(Scratch::new());
     let mut file = common::FileTask::new(&data);
     file.region = Some(region);
     // Frame i's return address (into frame i + 1) at SP + 8 i; the last returns to 0.
@@ -191,6 +198,95 @@ fn first_sight_on_libc() {
     );
     assert_eq!(misses, frames, "every frame is a first sight");
     assert!(view.used() >= frames, "the rows of every FDE are kept");
+}
+
+/// A stack through two objects whose CIEs lie at the same address but say different
+/// things: libc, and a copy of it whose CIEs' initial instructions put the CFA at rsp + 16
+/// and the return address at CFA - 16 (`0c 07 08 90 01` made `0c 07 10 90 02`), mapped
+/// elsewhere under another file cookie. Frames alternate between the two, each at a
+/// function's first instruction (so its row is its CIE's): the caller's stack pointer is
+/// the return address's + 8 in libc and + 16 in the copy. The stack unwinds whole and
+/// exact only if each frame is parsed with its own object's CIE, not with the one the
+/// unwinder kept from the frame before (the last CIE and its initial row are forgotten
+/// when another object is opened). Twice: at first sight, then from the tables.
+#[test]
+fn a_stack_through_two_objects_whose_cies_share_an_address() {
+    const KEY: u64 = 0x11bc;
+    const OTHER: u64 = 0x22cd;
+    const AT: u64 = 1 << 40;
+    let data = std::fs::read(LIBC).expect("libc");
+    let mut copy = data.clone();
+    let (eh, eh_len) = {
+        let obj = object::File::parse(&*data).expect("an ELF file");
+        let s = object::Object::section_by_name(&obj, ".eh_frame").expect(".eh_frame");
+        let (off, len) = object::ObjectSection::file_range(&s).expect("in the file");
+        (off as usize, len as usize)
+    };
+    let (mut at, mut patched) = (eh, 0);
+    while at + 8 <= eh + eh_len {
+        let len = u32::from_le_bytes(copy[at..at + 4].try_into().unwrap()) as usize;
+        if len == 0 {
+            break;
+        }
+        let body = at + 4..at + 4 + len;
+        let is_cie = copy[at + 4..at + 8] == [0, 0, 0, 0];
+        let from = [0x0c, 0x07, 0x08, 0x90, 0x01];
+        if let Some(i) = is_cie
+            .then(|| copy[body.clone()].windows(5).position(|w| w == from))
+            .flatten()
+        {
+            let i = body.start + i;
+            copy[i..i + 5].copy_from_slice(&[0x0c, 0x07, 0x10, 0x90, 0x02]);
+            patched += 1;
+        }
+        at = body.end;
+    }
+    assert!(
+        patched >= 1,
+        "libc has a CIE with GCC's initial instructions"
+    );
+    let mapping = |start: u64, key: u64| Region {
+        start,
+        end: start + data.len() as u64,
+        offset: 0,
+        key: Some(key),
+    };
+    let pcs = libc_entries(&data, &mapping(0, KEY), 60);
+    assert!(pcs.len() >= 20, "{} functions", pcs.len());
+    // Frame i is in the copy when i is odd.
+    let pc = |i: usize| pcs[i] + if i % 2 == 1 { AT } else { 0 };
+    let mut stack = Vec::new();
+    for i in 0..pcs.len() {
+        let ra = if i + 1 < pcs.len() { pc(i + 1) + 1 } else { 0 };
+        stack.extend(ra.to_le_bytes());
+        if i % 2 == 1 {
+            stack.extend(0xdead_beefu64.to_le_bytes());
+        }
+    }
+    let mut file = common::FileTask::new(&data);
+    file.region = Some(mapping(0, KEY));
+    file.other = Some((mapping(AT, OTHER), &copy));
+    file.stack = Slice {
+        base: SP,
+        bytes: &stack,
+    };
+    let caches = Box::new(Caches::new());
+    let mut scratch = Box::new(Scratch::new());
+    let want: Vec<u64> = (0..pcs.len()).map(|i| pc(i) + u64::from(i > 0)).collect();
+    for pass in ["at first sight", "from the tables"] {
+        let mut ips = vec![0u64; 511];
+        let regs = Regs {
+            ip: pc(0),
+            sp: SP,
+            bp: 1,
+            bx: 0,
+        };
+        let (got, end, counts) = unwind(&mut file, regs, 1 << 47, &caches, &mut scratch, &mut ips);
+        assert_eq!((got, end), (pcs.len(), End::Complete), "{pass}: {counts:?}");
+        assert_eq!(&ips[..got], &want[..], "{pass}");
+        caches.rows.clear();
+    }
+    assert_eq!(file.tables.len(), 2, "a table for each object");
 }
 
 /// Random memory behind every mapping and on the stack, with and without a real-looking

@@ -175,6 +175,10 @@ pub struct FileTask<'a> {
     pub tables: HashMap<u64, Box<[AtomicU64]>>,
     pub pending: Option<Box<[AtomicU64]>>,
     pub grown: usize,
+    /// A second file and its mapping, for stacks through two objects (none by default).
+    pub other: Option<(Region, &'a [u8])>,
+    /// Whether the object open is `other`.
+    open_other: bool,
 }
 
 impl<'a> FileTask<'a> {
@@ -190,6 +194,8 @@ impl<'a> FileTask<'a> {
             tables: HashMap::new(),
             pending: None,
             grown: 0,
+            other: None,
+            open_other: false,
         }
     }
 }
@@ -206,16 +212,25 @@ impl Memory for FileTask<'_> {
 
 impl Task for FileTask<'_> {
     fn region(&mut self, addr: u64) -> Result<Option<Region>, CfiError> {
-        Ok(self.region.filter(|r| r.start <= addr && addr < r.end))
+        let within = |r: &Region| r.start <= addr && addr < r.end;
+        Ok(self
+            .region
+            .filter(within)
+            .or_else(|| self.other.map(|(r, _)| r).filter(within)))
     }
-    fn object_open(&mut self, _region: &Region, _addr: u64) -> Result<(), CfiError> {
+    fn object_open(&mut self, region: &Region, _addr: u64) -> Result<(), CfiError> {
+        self.open_other = self.other.is_some_and(|(r, _)| r.key == region.key);
         Ok(())
     }
     fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        let data = match self.other {
+            Some((_, other)) if self.open_other => other,
+            _ => self.data,
+        };
         let start = usize::try_from(offset).map_err(|_| CfiError::Malformed)?;
         let bytes = start
             .checked_add(buf.len())
-            .and_then(|end| self.data.get(start..end))
+            .and_then(|end| data.get(start..end))
             .ok_or(CfiError::Malformed)?;
         buf.copy_from_slice(bytes);
         Ok(())
