@@ -541,8 +541,10 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         &mut work.ips,
     );
     stats::add(Stat::UnwindStacks, 1);
-    // Most are 0 on a warm stack: a call into C each is not free.
-    for (stat, n) in [
+    // Most are 0 on a warm stack: a call into C each is not free. (Iterated by reference:
+    // an array's by-value iterator calls core's out-of-line `IndexRange::len()` for every
+    // element in the kernel's build.)
+    for &(stat, n) in &[
         (Stat::UnwindCfiFrames, counts.cfi),
         (Stat::UnwindFpFrames, counts.fp),
         (Stat::UnwindRowMisses, counts.row_misses),

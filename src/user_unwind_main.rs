@@ -279,7 +279,7 @@ impl kernel::Module for UserUnwind {
             let mut key = [0u64; 2];
             // SAFETY: `key` is valid for two `u64` writes; task context, may sleep.
             to_result(unsafe { ffi::uu_get_random_key(key.as_mut_ptr()) })?;
-            for (word, value) in pair.iter().zip(key) {
+            for (word, &value) in pair.iter().zip(key.iter()) {
                 word.store(value, Ordering::Relaxed);
             }
         }

@@ -71,7 +71,7 @@ impl FileId {
             &self.ctime_nsec.to_le_bytes(),
         ];
         let mut at = 0;
-        for field in fields {
+        for field in fields.iter() {
             if let Some(dst) = out.get_mut(at..at + field.len()) {
                 dst.copy_from_slice(field);
             }

@@ -135,16 +135,23 @@ impl<'w> View<'w> {
     /// one that can cover it.
     pub fn search(&self, vaddr: u64) -> Option<usize> {
         let vaddr = u32::try_from(vaddr).ok()?;
-        let (mut lo, mut hi) = (0, self.count);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if self.word(HEAD + mid) as u32 <= vaddr {
-                lo = mid + 1;
-            } else {
-                hi = mid;
+        let entries = self.w.get(HEAD..HEAD.checked_add(self.count)?)?;
+        let at_or_below = |i: usize| {
+            entries
+                .get(i)
+                .is_some_and(|e| e.load(Ordering::Relaxed) as u32 <= vaddr)
+        };
+        // Halving: the answer, if any, is in `base..base + size`, and `base` moves only to
+        // an entry at or below `vaddr`.
+        let (mut base, mut size) = (0, entries.len());
+        while size > 1 {
+            let half = size / 2;
+            if at_or_below(base + half) {
+                base += half;
             }
+            size -= half;
         }
-        lo.checked_sub(1)
+        at_or_below(base).then_some(base)
     }
 
     /// What FDE `i`'s word says.
@@ -365,6 +372,30 @@ mod tests {
         assert_eq!(v.row(v.rows(0), 1), Some([2, 3, 3]));
         add(&big, 2, None, 8).unwrap();
         assert_eq!(View::new(&big).unwrap().rows(2), Rows::Unkept);
+    }
+
+    #[test]
+    fn search_finds_the_last_entry_at_or_below() {
+        let first = |i: usize| 0x1000 + 16 * i as u64;
+        for count in (0..).take_while(|&c| words(c, 0).is_some_and(|w| w <= 64)) {
+            let t = table(count, 0);
+            for i in 0..count {
+                set_entry(
+                    &t,
+                    i,
+                    Entry {
+                        initial: first(i),
+                        fde: 0,
+                    },
+                )
+                .unwrap();
+            }
+            let v = View::new(&t).unwrap();
+            for vaddr in 0xff0..first(count) + 8 {
+                let want = (0..count).rev().find(|&i| first(i) <= vaddr);
+                assert_eq!(v.search(vaddr), want, "{count} entries, {vaddr:#x}");
+            }
+        }
     }
 
     #[test]

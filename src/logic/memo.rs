@@ -99,7 +99,7 @@ impl CookieMemo {
             // The odd word is visible before the new identity and cookie are: a reader that
             // loads any of them then sees the word changed.
             fence(Ordering::Release);
-            for (word, v) in slot.id.iter().zip(w) {
+            for (word, &v) in slot.id.iter().zip(w.iter()) {
                 word.store(v, Ordering::Relaxed);
             }
             slot.cookie.store(cookie, Ordering::Relaxed);

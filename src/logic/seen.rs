@@ -99,7 +99,7 @@ impl IdSlot {
                         *w |= u64::from(b) << (8 * (i % 8));
                     }
                 }
-                for (word, w) in self.words.iter().zip(words) {
+                for (word, &w) in self.words.iter().zip(words.iter()) {
                     word.store(w, Ordering::Relaxed);
                 }
                 2 + id.as_bytes().len() as u64

@@ -429,7 +429,7 @@ impl<const W: usize> Slot<W> {
             return;
         }
         fence(Ordering::Release);
-        for (w, v) in self.words.iter().zip(words) {
+        for (w, &v) in self.words.iter().zip(words.iter()) {
             w.store(v, Ordering::Relaxed);
         }
         self.seq.store(s.wrapping_add(2), Ordering::Release);
@@ -482,7 +482,8 @@ impl TableCache {
     fn put(&self, key: u64, info: &TableInfo) {
         let mut w = [0u64; TABLE_WORDS];
         w[0] = key;
-        for (d, v) in w.iter_mut().skip(1).zip(info_words(info)) {
+        let info = info_words(info);
+        for (d, &v) in w.iter_mut().skip(1).zip(info.iter()) {
             *d = v;
         }
         self.slot(key).write(w);

@@ -257,16 +257,34 @@ impl Run<'_, '_> {
             {
                 return None;
             }
-            match op >> 6 {
+            // The instructions of most FDEs here, the others in `extended`.
+            match op {
                 // DW_CFA_advance_loc
-                1 => self.advance(low)?,
+                0x40..=0x7f => self.advance(low)?,
                 // DW_CFA_offset
-                2 => {
+                0x80..=0xbf => {
                     let off = self.factored_u(c.uleb().ok()?)?;
                     self.set_offset(low, OFFSET, off)?;
                 }
                 // DW_CFA_restore
-                3 => self.restore(low),
+                0xc0..=0xff => self.restore(low),
+                // DW_CFA_nop
+                0x00 => {}
+                // DW_CFA_def_cfa_offset
+                0x0e => {
+                    let offset = i64::try_from(c.uleb().ok()?).ok()?;
+                    self.set_cfa(None, Some(offset))?;
+                }
+                // DW_CFA_remember_state
+                0x0a => {
+                    *self.stack.get_mut(self.depth)? = self.row;
+                    self.depth += 1;
+                }
+                // DW_CFA_restore_state
+                0x0b => {
+                    self.depth = self.depth.checked_sub(1)?;
+                    self.row = *self.stack.get(self.depth)?;
+                }
                 _ => self.extended(op, &mut c)?,
             }
         }
@@ -282,12 +300,10 @@ impl Run<'_, '_> {
         }
     }
 
-    /// The instructions with a zero high part, as the general machine runs them; `None`
-    /// for the expressions that set a tracked rule or the CFA.
+    /// The other instructions with a zero high part, as the general machine runs them;
+    /// `None` for the expressions that set a tracked rule or the CFA.
     fn extended(&mut self, op: u8, c: &mut Cursor<'_>) -> Option<()> {
         match op {
-            // DW_CFA_nop
-            0x00 => {}
             // DW_CFA_set_loc
             0x01 => {
                 let loc = read_encoded(c, self.program.cie.fde_enc, &Bases::default()).ok()?;
@@ -317,16 +333,6 @@ impl Run<'_, '_> {
                 let other = c.uleb().ok()?;
                 self.set(reg, REGISTER, || Some(u32::from(u8::try_from(other).ok()?)))?;
             }
-            // DW_CFA_remember_state
-            0x0a => {
-                *self.stack.get_mut(self.depth)? = self.row;
-                self.depth += 1;
-            }
-            // DW_CFA_restore_state
-            0x0b => {
-                self.depth = self.depth.checked_sub(1)?;
-                self.row = *self.stack.get(self.depth)?;
-            }
             // DW_CFA_def_cfa
             0x0c => {
                 let reg = c.uleb().ok()?;
@@ -335,11 +341,6 @@ impl Run<'_, '_> {
             }
             // DW_CFA_def_cfa_register
             0x0d => self.set_cfa(Some(c.uleb().ok()?), None)?,
-            // DW_CFA_def_cfa_offset
-            0x0e => {
-                let offset = i64::try_from(c.uleb().ok()?).ok()?;
-                self.set_cfa(None, Some(offset))?;
-            }
             // DW_CFA_expression, val_expression: dropped for an untracked register.
             0x10 | 0x16 => {
                 let reg = c.uleb().ok()?;
