@@ -999,7 +999,7 @@ impl<'a, T: Task> Unwind<'a, T> {
         bp: u64,
     ) -> Result<Lookup, CfiError> {
         self.counts.parsed += 1;
-        let Some((_, info)) = &self.info else {
+        let Some((_, info)) = self.info.as_ref().filter(|(k, _)| *k == key) else {
             return Err(CfiError::Malformed);
         };
         let no_fde = no_fde(info, vaddr, bp);
