@@ -115,13 +115,14 @@ pub fn decode_row(p: Packed) -> Option<Row> {
 
 /// Where a tracked register's rule is in a packed row: the word and shift of its tag, the
 /// word and shift of its value.
-const RA_AT: (usize, u32, usize, u32) = (0, 16, 1, 0);
-const BP_AT: (usize, u32, usize, u32) = (0, 24, 1, 32);
-const BX_AT: (usize, u32, usize, u32) = (2, 0, 2, 32);
+type Place = (usize, u32, usize, u32);
+const RA_AT: Place = (0, 16, 1, 0);
+const BP_AT: Place = (0, 24, 1, 32);
+const BX_AT: Place = (2, 0, 2, 32);
 
 /// Sets the rule at `at` in `row` to `tag` and `v`.
 #[inline(always)]
-fn set_rule(row: &mut Packed, at: (usize, u32, usize, u32), tag: u64, v: u32) {
+fn set_rule(row: &mut Packed, at: Place, tag: u64, v: u32) {
     let (t, ts, w, ws) = at;
     if let Some(word) = row.get_mut(t) {
         *word = *word & !(0xff << ts) | tag << ts;
@@ -133,7 +134,7 @@ fn set_rule(row: &mut Packed, at: (usize, u32, usize, u32), tag: u64, v: u32) {
 
 /// The rule at `at` in `from`, as its tag and value.
 #[inline(always)]
-fn rule_at(from: &Packed, at: (usize, u32, usize, u32)) -> (u64, u32) {
+fn rule_at(from: &Packed, at: Place) -> (u64, u32) {
     let (t, ts, w, ws) = at;
     let word = |i: usize| from.get(i).copied().unwrap_or(0);
     ((word(t) >> ts) & 0xff, (word(w) >> ws) as u32)
@@ -141,7 +142,7 @@ fn rule_at(from: &Packed, at: (usize, u32, usize, u32)) -> (u64, u32) {
 
 /// The place of `reg`'s rule, if it is tracked ([`Row`]'s three registers).
 #[inline(always)]
-fn place(reg: u64) -> Option<(usize, u32, usize, u32)> {
+fn place(reg: u64) -> Option<Place> {
     match reg {
         r if r == u64::from(REG_RA) => Some(RA_AT),
         r if r == u64::from(REG_RBP) => Some(BP_AT),
@@ -226,7 +227,7 @@ impl Run<'_, '_> {
         if self.loc >= self.program.pc_end {
             return Some(());
         }
-        let off = self.loc - self.program.pc_begin;
+        let off = self.loc.checked_sub(self.program.pc_begin)?;
         if off >= 1 << 24 {
             return None;
         }
