@@ -73,7 +73,9 @@ def check_rewrite(t, s):
 
 
 def check_shared(t, s):
-    """Two processes share libc's cookie and its one file_cache."""
+    """Two processes share libc's cookie and its one file_cache (and, where the second ran a
+    second or more after it, the reminder the module writes for a file seen again that
+    late: under load the two runs can be that far apart)."""
     events = t.parse_trace(s["ID_SHARED"])
     libc_cookies, pids = set(), set()
     for stack, files in t.resolve(events):
@@ -85,9 +87,12 @@ def check_shared(t, s):
                 libc_cookies.add(c)
     caches = [e for e in events if e["event"] == "file_cache"
               and e.get("path", "").endswith("/libc.so.6")]
+    times = [float(e["ts"]) for e in caches]
+    reminders = all(b - a >= 0.99 for a, b in zip(times, times[1:]))
     t.check("identity: two processes share one libc cookie and one file_cache",
-            len(pids) == 2 and len(libc_cookies) == 1 and len(caches) == 1,
-            f"{len(pids)} processes, libc cookies {libc_cookies}, {len(caches)} file_cache")
+            len(pids) == 2 and len(libc_cookies) == 1 and 1 <= len(caches) <= 2 and reminders,
+            f"{len(pids)} processes, libc cookies {libc_cookies}, {len(caches)} file_cache at "
+            f"{times}")
 
 
 def check_blocked(t, s):

@@ -258,11 +258,14 @@ def check_churn(check_fn, s, parse_trace, values, prog, cache):
     made = grown(before, during, "unwind_tables_made")
     pressed = (grown(before, during, "unwind_tables_dropped")
                + grown(before, during, "unwind_tables_refused"))
-    # A table each identity (a few more for the honest program's short-lived files): a
-    # table grown by copying keeps its file, and is not made again.
+    # A table each identity, and the honest program's own made again where they were
+    # dropped: its tables (at most 4 files) look idle while its rows all hit the row cache,
+    # so each run of the churner may take their memory once, and the honest program's next
+    # miss makes them again. Never one a stack: a table grown by copying keeps its file,
+    # and is not made again.
     check_fn("review: churn: six runs of a churner, each under a new identity, made a table "
              "each until the 1 MiB limit dropped or refused some",
-             v.get("churn_runs") == "6" and 6 <= made <= 12 and pressed >= 1,
+             v.get("churn_runs") == "6" and 6 <= made <= 6 + 6 * 4 and pressed >= 1,
              f"{v}, tables made {made}, dropped or refused {pressed}")
     events = parse_trace(s.get("REVIEW_CHURN_HONEST", []))
     complete, wrong = exact(events, "uu_nofp", [CHAINS["UNWIND_CHAIN"]], prog, cache)
