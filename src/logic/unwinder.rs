@@ -54,6 +54,7 @@ use super::cfi::machine::Found;
 use super::cfi::machine::Row;
 use super::cfi::packed::decode_row;
 use super::cfi::packed::encode_row;
+use super::cfi::packed::Packed;
 use super::cfi::packed::OFFSET;
 use super::cfi::packed::REGISTER;
 use super::cfi::packed::SAME_VALUE;
@@ -506,14 +507,6 @@ impl Default for RowCache {
     }
 }
 
-/// A cached row in its packed form ([`encode_row`]), applied without building a [`Row`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Packed {
-    a: u64,
-    b: u64,
-    c: u64,
-}
-
 /// The caller's value of a register whose packed rule is (`tag`, `v`) and whose value in
 /// this frame is `current`, as [`super::cfi::step::apply`] recovers it; `None` if undefined.
 #[inline(always)]
@@ -581,33 +574,34 @@ fn apply_packed<M: Memory + ?Sized>(
     regs: &mut Regs,
     exact: &mut bool,
 ) -> Result<Next, CfiError> {
+    let [a, b, c] = p;
     // The common cases first, without the general dispatch: the CFA from rsp, the return
     // address saved, rbp and rbx unchanged.
-    let cfa_reg = p.a as u8;
+    let cfa_reg = a as u8;
     let base = if u16::from(cfa_reg) == REG_RSP {
         regs.sp
     } else {
         reg_value(u32::from(cfa_reg), regs)?
     };
     let cfa = base
-        .checked_add_signed(i64::from((p.a >> 32) as u32 as i32))
+        .checked_add_signed(i64::from((a >> 32) as u32 as i32))
         .ok_or(CfiError::BadFrame)?;
-    let signal = (p.a >> 8) & 0xff != 0;
+    let signal = (a >> 8) & 0xff != 0;
     if !signal && (cfa <= regs.sp || cfa & 7 != 0) {
         return Err(CfiError::BadFrame);
     }
-    let ra_tag = (p.a >> 16) & 0xff;
-    if ra_tag == 2 {
+    let ra_tag = (a >> 16) & 0xff;
+    if ra_tag == SAME_VALUE {
         return Err(CfiError::BadFrame);
     }
     let ra = if ra_tag == OFFSET {
         read_u64(
             mem,
             budget,
-            cfa.wrapping_add_signed(i64::from(p.b as u32 as i32)),
+            cfa.wrapping_add_signed(i64::from(b as u32 as i32)),
         )?
     } else {
-        match packed_value(mem, budget, ra_tag, p.b as u32, regs.ip, cfa, regs)? {
+        match packed_value(mem, budget, ra_tag, b as u32, regs.ip, cfa, regs)? {
             Some(ra) => ra,
             None => return Ok(Next::Outermost),
         }
@@ -615,17 +609,17 @@ fn apply_packed<M: Memory + ?Sized>(
     if ra == 0 {
         return Ok(Next::Outermost);
     }
-    let bp_tag = (p.a >> 24) & 0xff;
+    let bp_tag = (a >> 24) & 0xff;
     let bp = if bp_tag == SAME_VALUE {
         regs.bp
     } else {
-        packed_value(mem, budget, bp_tag, (p.b >> 32) as u32, regs.bp, cfa, regs)?.unwrap_or(0)
+        packed_value(mem, budget, bp_tag, (b >> 32) as u32, regs.bp, cfa, regs)?.unwrap_or(0)
     };
-    let bx_tag = p.c & 0xff;
+    let bx_tag = c & 0xff;
     let bx = if bx_tag == SAME_VALUE {
         regs.bx
     } else {
-        packed_value(mem, budget, bx_tag, (p.c >> 32) as u32, regs.bx, cfa, regs)?.unwrap_or(0)
+        packed_value(mem, budget, bx_tag, (c >> 32) as u32, regs.bx, cfa, regs)?.unwrap_or(0)
     };
     *regs = Regs {
         ip: ra,
@@ -654,8 +648,7 @@ impl RowCache {
 
     /// The row cached for `offset` in the file `key`.
     pub fn get(&self, key: u64, offset: u64) -> Option<Row> {
-        let p = self.get_packed(key, offset)?;
-        decode_row([p.a, p.b, p.c])
+        decode_row(self.get_packed(key, offset)?)
     }
 
     #[inline(always)]
@@ -667,19 +660,18 @@ impl RowCache {
         bucket
             .iter()
             .find_map(|slot| slot.read_if::<3>(key, offset))
-            .map(|[a, b, c]| Packed { a, b, c })
     }
 
     /// Caches `row` for `offset` in the file `key`, if it has no expression.
     pub fn put(&self, key: u64, offset: u64, row: &Row) {
-        if let Some([a, b, c]) = encode_row(row) {
-            self.put_packed(key, offset, Packed { a, b, c });
+        if let Some(p) = encode_row(row) {
+            self.put_packed(key, offset, p);
         }
     }
 
     /// Caches the packed row `p` for `offset` in the file `key`.
     fn put_packed(&self, key: u64, offset: u64, p: Packed) {
-        let Packed { a, b, c } = p;
+        let [a, b, c] = p;
         let bucket = self.bucket(key, offset);
         // The row's own slot or a free one, else one chosen by the offset's low bits.
         let free = bucket.iter().position(|slot| slot.holds(key, offset));
@@ -768,7 +760,7 @@ impl<'a, T: Task> Unwind<'a, T> {
             budget: Budget::DEFAULT,
             last: Seen::default(),
             memo: [Seen::default(); MEMO],
-            last_row: (0, 0, Packed { a: 0, b: 0, c: 0 }),
+            last_row: (0, 0, [0; 3]),
             last_pc: u64::MAX,
             next: 0,
             open: 0,
@@ -876,7 +868,7 @@ impl<'a, T: Task> Unwind<'a, T> {
         let entry = view.entry(i);
         match view.rows(i) {
             rows @ Rows::Kept { .. } => Kept::Lookup(match view.row(rows, vaddr - entry.initial) {
-                Some([a, b, c]) => Lookup::Kept(Packed { a, b, c }, true),
+                Some(p) => Lookup::Kept(p, true),
                 None => no_fde(info, vaddr, bp),
             }),
             rows => Kept::Parse(vaddr, i, entry, rows == Rows::Unseen),
@@ -1029,14 +1021,7 @@ impl<'a, T: Task> Unwind<'a, T> {
                 let Some(&[a, b, c]) = r.and_then(|r| kept.get(r)) else {
                     return Err(CfiError::Malformed);
                 };
-                return Ok(Lookup::Kept(
-                    Packed {
-                        a,
-                        b,
-                        c: c & !0xffff_ff00,
-                    },
-                    false,
-                ));
+                return Ok(Lookup::Kept([a, b, c & !0xffff_ff00], false));
             }
         }
         let mut mem = ObjectOf {
@@ -1219,7 +1204,7 @@ pub fn row_at<T: Task>(
     let offset = (pc - seen.start).wrapping_add(seen.offset);
     let row = match u.lookup(&seen, pc, offset, 1) {
         Ok(Lookup::Row(found, _)) => Ok(Some(found.row)),
-        Ok(Lookup::Kept(p, _)) => Ok(decode_row([p.a, p.b, p.c])),
+        Ok(Lookup::Kept(p, _)) => Ok(decode_row(p)),
         Ok(Lookup::NoFde | Lookup::Root) => Ok(None),
         Err(e) => Err(e),
     };
@@ -1388,7 +1373,7 @@ mod tests {
                         let (mut r1, mut e1) = (regs, false);
                         let (mut r2, mut e2) = (regs, false);
                         assert_eq!(
-                            apply_packed(&mut m, &mut b1, Packed { a, b, c }, &mut r1, &mut e1),
+                            apply_packed(&mut m, &mut b1, [a, b, c], &mut r1, &mut e1),
                             apply(&mut m, &mut b2, &row, &regs)
                                 .map(|step| take(step, &mut r2, &mut e2)),
                             "{row:?}"
