@@ -26,7 +26,11 @@ trap 'rm -rf "$log" "$out" "$mon"' EXIT
 status=0
 python3 "$ROOT/tests/nmi.py" "$mon/monitor" "$log" >"$mon/nmi" 2>&1 &
 nmi=$!
-UU_GUEST_TIMEOUT=$((cycles * (secs + 60) + 600)) "$ROOT/scripts/run-guest.sh" --smp "$cpus" \
+# The guest's watchdog: boot and kmemleak's scans, each cycle, and each checked window
+# (the cycles tests/guest/stress.sh checks: the first and every `every`-th), whose trace
+# printed on the debug kernel takes minutes.
+windows=$((cycles / every + (every > 1 ? 1 : 0)))
+UU_GUEST_TIMEOUT=$((cycles * (secs + 60) + windows * 150 + 600)) "$ROOT/scripts/run-guest.sh" --smp "$cpus" \
 	--append kmemleak=on --log "$log" --monitor "$mon/monitor" \
 	--add "$ROOT/tests/guest/stress.sh:/bin/stress.sh" -- \
 	"/bin/stress.sh $cycles $secs $every" >"$out" || status=$?
