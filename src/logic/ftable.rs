@@ -12,13 +12,18 @@
 //! | 1 | [`MAGIC`] and the number of FDEs `count` |
 //! | 1 | row capacity `cap` |
 //! | 1 | rows used |
+//! | 1 | the search index's shift (`u64::MAX`: none) |
 //! | [`INFO_WORDS`] | the object's segments, entry point and `.eh_frame_hdr` |
 //! | `count` | the search table, sorted: an FDE's first address (low half) and its address (high half), the object's own link-time addresses |
+//! | [`index_words`]`(count)` | the search index: per span of `1 << shift` bytes from the first FDE's address, the index of the last FDE at or below the span's start, two a word |
 //! | `count` | per FDE: 0 until its rows are kept; then its first row, its number of rows and the length it covers |
 //! | 3 × `cap` | rows, an FDE's consecutive, each the row cache's three words with its first address (from the FDE's) in the third's bits 8-31 |
 //!
 //! The search table is a copy of the `.eh_frame_hdr`'s, read once when the table is made:
-//! a lookup bisects it in memory instead of reading the file at each probe. An FDE's rows
+//! a lookup bisects it in memory instead of reading the file at each probe, and only
+//! between the two FDEs the search index gives for the address's span (as the kernel's
+//! ORC unwinder's `orc_lookup`): about two FDEs a span, so a bisection of a few steps
+//! instead of one of `log2(count)`. An FDE's rows
 //! are all kept the first time one of them is needed: its program runs once, and every
 //! later lookup in the function is a bisection of its rows.
 //!
@@ -39,7 +44,11 @@ use super::cfi::table::Entry;
 /// key).
 pub const INFO_WORDS: usize = super::unwinder::INFO_WORDS;
 /// Words before the search table.
-const HEAD: usize = 3 + INFO_WORDS;
+const HEAD: usize = 4 + INFO_WORDS;
+/// The head word of the search index's shift.
+const SHIFT: usize = 3;
+/// The shift of a table without a search index.
+const NO_INDEX: u64 = u64::MAX;
 /// The first word's high half.
 pub const MAGIC: u64 = 0x7575_7462;
 /// An FDE's rows kept at most (more: parsed each time, never kept).
@@ -50,12 +59,32 @@ pub const FIRST_ROWS: usize = 256;
 /// [`FDE_ROWS_MAX`] rows, a range of 16 MiB or more.
 const UNKEPT: u64 = u64::MAX;
 
+/// Spans of the search index of a table of `count` FDEs: about one for two FDEs.
+fn spans(count: usize) -> usize {
+    count.div_ceil(2).max(1)
+}
+
+/// Words of the search index of a table of `count` FDEs.
+pub fn index_words(count: usize) -> usize {
+    spans(count).div_ceil(2)
+}
+
+/// The first of the FDE words (see the layout) of a table of `count` FDEs.
+fn fde_words(count: usize) -> usize {
+    HEAD + count + index_words(count)
+}
+
+/// The first of the rows' words of a table of `count` FDEs.
+fn row_words(count: usize) -> usize {
+    fde_words(count) + count
+}
+
 /// The words a table of `count` FDEs and room for `cap` rows takes.
 pub fn words(count: usize, cap: usize) -> Option<usize> {
     count
         .checked_mul(2)?
         .checked_add(cap.checked_mul(3)?)?
-        .checked_add(HEAD)
+        .checked_add(HEAD + index_words(count))
 }
 
 /// What an FDE's word says.
@@ -107,7 +136,7 @@ impl<'w> View<'w> {
     pub fn info(&self) -> [u64; INFO_WORDS] {
         let mut info = [0; INFO_WORDS];
         for (i, v) in info.iter_mut().enumerate() {
-            *v = self.word(3 + i);
+            *v = self.word(SHIFT + 1 + i);
         }
         info
     }
@@ -131,6 +160,35 @@ impl<'w> View<'w> {
         }
     }
 
+    /// Entry `span` of the search index.
+    fn span(&self, span: usize) -> usize {
+        (self.word(HEAD + self.count + span / 2) >> (32 * (span % 2))) as u32 as usize
+    }
+
+    /// The entries of the search table among which the last one at or below `vaddr` is,
+    /// if any is: the first and the number, from the search index if the table has one.
+    #[inline(always)]
+    fn bounds(&self, vaddr: u32) -> (usize, usize) {
+        let shift = self.word(SHIFT);
+        let first = self.word(HEAD) as u32;
+        if shift >= 32 || vaddr < first || self.count == 0 {
+            return (0, self.count);
+        }
+        let span = ((vaddr - first) >> shift) as usize;
+        let last = spans(self.count) - 1;
+        let lo = self.span(span.min(last));
+        let hi = if span < last {
+            self.span(span + 1)
+        } else {
+            self.count - 1
+        };
+        if lo <= hi && hi < self.count {
+            (lo, hi - lo + 1)
+        } else {
+            (0, self.count)
+        }
+    }
+
     /// The index of the FDE with the greatest first address at or below `vaddr`: the only
     /// one that can cover it.
     pub fn search(&self, vaddr: u64) -> Option<usize> {
@@ -143,7 +201,7 @@ impl<'w> View<'w> {
         };
         // Halving: the answer, if any, is in `base..base + size`, and `base` moves only to
         // an entry at or below `vaddr`.
-        let (mut base, mut size) = (0, entries.len());
+        let (mut base, mut size) = self.bounds(vaddr);
         while size > 1 {
             let half = size / 2;
             if at_or_below(base + half) {
@@ -159,7 +217,7 @@ impl<'w> View<'w> {
         if i >= self.count {
             return Rows::Unkept;
         }
-        let Some(w) = self.w.get(HEAD + self.count + i) else {
+        let Some(w) = self.w.get(fde_words(self.count) + i) else {
             return Rows::Unkept;
         };
         match w.load(Ordering::Acquire) {
@@ -183,7 +241,7 @@ impl<'w> View<'w> {
         if off >= len || n == 0 || first.checked_add(n)? > self.cap {
             return None;
         }
-        let at = |r: usize| HEAD + 2 * self.count + 3 * (first + r);
+        let at = |r: usize| row_words(self.count) + 3 * (first + r);
         let start = |r: usize| (self.word(at(r) + 2) >> 8) & 0xff_ffff;
         // The last row starting at or below `off`; the first starts at 0.
         let (mut lo, mut hi) = (1, n);
@@ -215,8 +273,9 @@ pub fn init(w: &[AtomicU64], count: usize, cap: usize, info: &[u64; INFO_WORDS])
         .store(MAGIC << 32 | u64::from(count32), Ordering::Relaxed);
     w.get(1)?.store(cap as u64, Ordering::Relaxed);
     w.get(2)?.store(0, Ordering::Relaxed);
+    w.get(SHIFT)?.store(NO_INDEX, Ordering::Relaxed);
     for (i, v) in info.iter().enumerate() {
-        w.get(3 + i)?.store(*v, Ordering::Relaxed);
+        w.get(SHIFT + 1 + i)?.store(*v, Ordering::Relaxed);
     }
     Some(())
 }
@@ -237,6 +296,34 @@ pub fn sorted(view: &View<'_>) -> bool {
     (1..view.count).all(|i| view.entry(i - 1).initial <= view.entry(i).initial)
 }
 
+/// Writes the search index of the new table `w`, whose search table is set and sorted: the
+/// smallest shift that makes the FDEs' addresses fit in [`spans`] spans, and per span the
+/// last FDE at or below its start (the first FDE for the first span).
+pub fn index(w: &[AtomicU64]) -> Option<()> {
+    let view = View::new(w)?;
+    let count = view.count;
+    if count == 0 {
+        return Some(());
+    }
+    let first = view.entry(0).initial;
+    let range = view.entry(count - 1).initial.checked_sub(first)?;
+    let spans = spans(count);
+    let shift = (0..=32u32).find(|&s| (range >> s) < spans as u64)?;
+    let base = HEAD + count;
+    let mut i = 0;
+    for span in 0..spans {
+        let start = first + ((span as u64) << shift);
+        while i + 1 < count && view.entry(i + 1).initial <= start {
+            i += 1;
+        }
+        let word = w.get(base + span / 2)?;
+        let half = (i as u64) << (32 * (span % 2));
+        word.store(word.load(Ordering::Relaxed) | half, Ordering::Relaxed);
+    }
+    w.get(SHIFT)?.store(u64::from(shift), Ordering::Relaxed);
+    Some(())
+}
+
 /// Why an FDE's rows were not added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Add {
@@ -254,7 +341,7 @@ pub fn add(w: &[AtomicU64], i: usize, rows: Option<&[[u64; 3]]>, len: u64) -> Re
     if view.rows(i) != Rows::Unseen {
         return Err(Add::Done);
     }
-    let slot = w.get(HEAD + view.count + i).ok_or(Add::Done)?;
+    let slot = w.get(fde_words(view.count) + i).ok_or(Add::Done)?;
     let Some(rows) = rows.filter(|r| !r.is_empty() && r.len() <= FDE_ROWS_MAX && len < 1 << 24)
     else {
         slot.store(UNKEPT, Ordering::Release);
@@ -270,7 +357,7 @@ pub fn add(w: &[AtomicU64], i: usize, rows: Option<&[[u64; 3]]>, len: u64) -> Re
         slot.store(UNKEPT, Ordering::Release);
         return Ok(());
     }
-    let base = HEAD + 2 * view.count + 3 * used;
+    let base = row_words(view.count) + 3 * used;
     for (k, row) in rows.iter().enumerate() {
         for (j, v) in row.iter().enumerate() {
             w.get(base + 3 * k + j)
@@ -292,12 +379,12 @@ pub fn add(w: &[AtomicU64], i: usize, rows: Option<&[[u64; 3]]>, len: u64) -> Re
 /// room for rows as `new` has. The caller holds the writers' lock.
 pub fn grow(old: &[AtomicU64], new: &[AtomicU64]) -> Option<()> {
     let view = View::new(old)?;
-    let rows = |w: usize| w.checked_sub(HEAD + 2 * view.count).map(|r| r / 3);
+    let rows = |w: usize| w.checked_sub(row_words(view.count)).map(|r| r / 3);
     let cap = rows(new.len())?;
     if cap < view.used() {
         return None;
     }
-    let keep = HEAD + 2 * view.count + 3 * view.used();
+    let keep = row_words(view.count) + 3 * view.used();
     for (n, o) in new.iter().zip(old.iter()).take(keep) {
         n.store(o.load(Ordering::Relaxed), Ordering::Relaxed);
     }
@@ -309,8 +396,8 @@ pub fn grow(old: &[AtomicU64], new: &[AtomicU64]) -> Option<()> {
 mod tests {
     use super::*;
 
-    fn table(count: usize, cap: usize) -> [AtomicU64; 64] {
-        let w = [const { AtomicU64::new(0) }; 64];
+    fn table(count: usize, cap: usize) -> [AtomicU64; 96] {
+        let w = [const { AtomicU64::new(0) }; 96];
         init(&w, count, cap, &[7; INFO_WORDS]).unwrap();
         w
     }
@@ -364,7 +451,7 @@ mod tests {
             add(&w, 0, Some(&[row(0, 1), row(1, 2)]), 8),
             Err(Add::Room(words(3, 8).unwrap()))
         );
-        let big = [const { AtomicU64::new(0) }; 64];
+        let big = [const { AtomicU64::new(0) }; 96];
         grow(&w, &big[..words(3, 8).unwrap()]).unwrap();
         add(&big, 0, Some(&[row(0, 1), row(1, 2)]), 8).unwrap();
         let v = View::new(&big).unwrap();
@@ -377,7 +464,7 @@ mod tests {
     #[test]
     fn search_finds_the_last_entry_at_or_below() {
         let first = |i: usize| 0x1000 + 16 * i as u64;
-        for count in (0..).take_while(|&c| words(c, 0).is_some_and(|w| w <= 64)) {
+        for count in (0..).take_while(|&c| words(c, 0).is_some_and(|w| w <= 96)) {
             let t = table(count, 0);
             for i in 0..count {
                 set_entry(
@@ -395,6 +482,52 @@ mod tests {
                 let want = (0..count).rev().find(|&i| first(i) <= vaddr);
                 assert_eq!(v.search(vaddr), want, "{count} entries, {vaddr:#x}");
             }
+        }
+    }
+
+    #[test]
+    fn the_search_index_gives_what_the_whole_bisection_gives() {
+        // FDEs of uneven sizes (some sharing a first address, some far apart), as many as
+        // make spans of every shift from 0 up.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for count in [1, 2, 3, 4, 5, 7, 16, 33, 100, 1000] {
+            let mut all = [0u64; 1000];
+            let starts = &mut all[..count];
+            let mut at = 0x40_0000 + (x >> 40);
+            for s in starts.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *s = at;
+                at += [0, 1, 16, 48, 200, 4096, 1 << 20][(x % 7) as usize];
+            }
+            let starts = &*starts;
+            let all_words = [const { AtomicU64::new(0) }; 2400];
+            let w = &all_words[..words(count, 0).unwrap()];
+            init(w, count, 0, &[0; INFO_WORDS]).unwrap();
+            for (i, &initial) in starts.iter().enumerate() {
+                set_entry(w, i, Entry { initial, fde: 0 }).unwrap();
+            }
+            let mut whole = [None; 3000];
+            let v = View::new(w).unwrap();
+            let probes = starts.iter().flat_map(|&s| [s - 1, s, s + 1]);
+            for (p, slot) in probes.zip(whole.iter_mut()) {
+                *slot = v.search(p);
+            }
+            index(w).unwrap();
+            let v = View::new(w).unwrap();
+            assert!(v.word(SHIFT) <= 32, "{count} FDEs have an index");
+            let probes = starts.iter().flat_map(|&s| [s - 1, s, s + 1]);
+            for (p, want) in probes.zip(&whole) {
+                assert_eq!(v.search(p), *want, "{count} FDEs, {p:#x}");
+                let last = starts.iter().rposition(|&s| s <= p);
+                assert_eq!(
+                    v.search(p).map(|i| starts[i]),
+                    last.map(|i| starts[i]),
+                    "{count} FDEs, {p:#x}"
+                );
+            }
+            assert_eq!(v.search(u64::from(u32::MAX)), Some(count - 1));
         }
     }
 

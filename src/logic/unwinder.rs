@@ -746,6 +746,10 @@ struct Unwind<'a, T: Task> {
     /// (decoded once a stack rather than at each row cache miss: a file's identity is
     /// its content, so its description never changes).
     info: Option<(u64, TableInfo)>,
+    /// The FDE whose rows the lookup parsed to keep in the file's table, if what it read
+    /// proves settled: its index, its rows in `scratch.rows` if all are kept (`None`: it
+    /// is marked not to keep), the bytes it covers.
+    add: Option<(usize, Option<usize>, u64)>,
     counts: Counts,
 }
 
@@ -765,6 +769,7 @@ impl<'a, T: Task> Unwind<'a, T> {
             next: 0,
             open: 0,
             info: None,
+            add: None,
             counts: Counts::default(),
         }
     }
@@ -829,11 +834,17 @@ impl<'a, T: Task> Unwind<'a, T> {
             None => self.lookup_open(seen.key, offset, bp),
         };
         let settled = self.task.object_settled();
+        let add = self.add.take();
         let (lookup, read) = found?;
         match (read, settled) {
             (Some(info), true) => self.caches.tables.put(seen.key, &info),
             (_, false) => self.counts.unsettled += 1,
             _ => {}
+        }
+        if let (Some((i, n, len)), true) = (add, settled) {
+            let rows = n.and_then(|n| self.scratch.rows.get(..n));
+            self.task
+                .table_write(seen.key, &mut |w| ftable::add(w, i, rows, len));
         }
         Ok(match lookup {
             Lookup::Row(found, _) => Lookup::Row(found, settled),
@@ -965,12 +976,10 @@ impl<'a, T: Task> Unwind<'a, T> {
             }
             i += n;
         }
-        let sorted = self
-            .task
-            .table_pending()
-            .and_then(View::new)
-            .is_some_and(|v| ftable::sorted(&v));
-        if !sorted || !self.task.object_settled() {
+        let indexed = self.task.table_pending().is_some_and(|w| {
+            View::new(w).is_some_and(|v| ftable::sorted(&v)) && ftable::index(w).is_some()
+        });
+        if !indexed || !self.task.object_settled() {
             return Ok(false);
         }
         self.task.table_publish(key);
@@ -1007,12 +1016,10 @@ impl<'a, T: Task> Unwind<'a, T> {
                 Err(CfiError::NoFde) => return Ok(no_fde),
                 Err(e) => return Err(e),
             };
-            let kept = n.and_then(|n| self.scratch.rows.get(..n));
-            if self.task.object_settled() {
-                self.task
-                    .table_write(key, &mut |w| ftable::add(w, i, kept, len));
-            }
-            if let Some(kept) = kept {
+            // Kept in the table once the object's content is known to be settled
+            // ([`Unwind::lookup`]).
+            self.add = Some((i, n, len));
+            if let Some(kept) = n.and_then(|n| self.scratch.rows.get(..n)) {
                 let off = vaddr - entry.initial;
                 if off >= len {
                     return Ok(no_fde);

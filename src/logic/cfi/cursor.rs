@@ -40,6 +40,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The next `n` bytes.
+    #[inline]
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], CfiError> {
         let end = self.pos.checked_add(n).ok_or(CfiError::Malformed)?;
         let b = self.buf.get(self.pos..end).ok_or(CfiError::Malformed)?;
@@ -53,6 +54,7 @@ impl<'a> Cursor<'a> {
         self.bytes(n).map(|_| ())
     }
 
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], CfiError> {
         self.bytes(N)?.try_into().map_err(|_| CfiError::Malformed)
     }
@@ -66,16 +68,19 @@ impl<'a> Cursor<'a> {
     }
 
     /// A 16-bit value.
+    #[inline]
     pub fn u16(&mut self) -> Result<u16, CfiError> {
         Ok(u16::from_le_bytes(self.array()?))
     }
 
     /// A 32-bit value.
+    #[inline]
     pub fn u32(&mut self) -> Result<u32, CfiError> {
         Ok(u32::from_le_bytes(self.array()?))
     }
 
     /// A 64-bit value.
+    #[inline]
     pub fn u64(&mut self) -> Result<u64, CfiError> {
         Ok(u64::from_le_bytes(self.array()?))
     }

@@ -10,6 +10,8 @@ use super::cie::RawEntry;
 use super::pointer::read_encoded;
 use super::pointer::read_value;
 use super::pointer::Bases;
+use super::pointer::DW_EH_PE_PCREL;
+use super::pointer::DW_EH_PE_SDATA4;
 use super::CfiError;
 
 /// A parsed FDE.
@@ -58,8 +60,18 @@ pub fn cie_addr(entry: &RawEntry<'_>) -> Result<u64, CfiError> {
 pub fn parse_fde(entry: &RawEntry<'_>, cie: &Cie) -> Result<Fde, CfiError> {
     let mut c = entry.cursor();
     entry.id(&mut c)?;
-    let pc_begin = read_encoded(&mut c, cie.fde_enc, &Bases::default())?;
-    let range = read_value(&mut c, cie.fde_enc)?;
+    let (pc_begin, range) = if cie.fde_enc == DW_EH_PE_PCREL | DW_EH_PE_SDATA4 {
+        // What compilers write, read without the general decoding: as below.
+        let field = c.addr();
+        let begin = i64::from(c.u32()? as i32);
+        (
+            field.wrapping_add_signed(begin),
+            i64::from(c.u32()? as i32) as u64,
+        )
+    } else {
+        let pc_begin = read_encoded(&mut c, cie.fde_enc, &Bases::default())?;
+        (pc_begin, read_value(&mut c, cie.fde_enc)?)
+    };
     let pc_end = pc_begin.checked_add(range).ok_or(CfiError::Malformed)?;
     if cie.has_z {
         let len = c.uleb()?;
