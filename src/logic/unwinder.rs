@@ -50,8 +50,8 @@ use super::cfi::elf::read_object;
 use super::cfi::elf::Load;
 use super::cfi::elf::Object;
 use super::cfi::elf::MAX_LOADS;
-use super::cfi::machine::Found;
 use super::cfi::machine::Row;
+use super::cfi::machine::EMPTY_ROW;
 use super::cfi::packed::decode_row;
 use super::cfi::packed::encode_row;
 use super::cfi::packed::Packed;
@@ -238,9 +238,10 @@ pub struct Counts {
 /// What a row lookup found.
 #[derive(Debug)]
 enum Lookup {
-    /// The row in force at the address, and whether it was read from the object's
-    /// settled content (so the row cache may keep it).
-    Row(Found, bool),
+    /// The row in force at the address, left in [`Unwind::row`] (a general row is too
+    /// large to hand back through the lookup's calls), and whether it was read from the
+    /// object's settled content (so the row cache may keep it).
+    Row(bool),
     /// The same from the file's table, packed ([`encode_row`]).
     Kept(Packed, bool),
     /// No FDE covers the address: the frame-pointer rule.
@@ -750,6 +751,8 @@ struct Unwind<'a, T: Task> {
     /// proves settled: its index, its rows in `scratch.rows` if all are kept (`None`: it
     /// is marked not to keep), the bytes it covers.
     add: Option<(usize, Option<usize>, u64)>,
+    /// The row of the last [`Lookup::Row`].
+    row: Row,
     counts: Counts,
 }
 
@@ -770,6 +773,7 @@ impl<'a, T: Task> Unwind<'a, T> {
             open: 0,
             info: None,
             add: None,
+            row: EMPTY_ROW,
             counts: Counts::default(),
         }
     }
@@ -847,7 +851,7 @@ impl<'a, T: Task> Unwind<'a, T> {
                 .table_write(seen.key, &mut |w| ftable::add(w, i, rows, len));
         }
         Ok(match lookup {
-            Lookup::Row(found, _) => Lookup::Row(found, settled),
+            Lookup::Row(_) => Lookup::Row(settled),
             Lookup::Kept(p, _) => Lookup::Kept(p, settled),
             other => other,
         })
@@ -1036,7 +1040,10 @@ impl<'a, T: Task> Unwind<'a, T> {
             object: &info.object,
         };
         match find_in_fde(&mut mem, &mut self.budget, entry.fde, vaddr, self.scratch) {
-            Ok(found) => Ok(Lookup::Row(found, false)),
+            Ok(found) => {
+                self.row = found.row;
+                Ok(Lookup::Row(false))
+            }
             Err(CfiError::NoFde) => Ok(no_fde),
             Err(e) => Err(e),
         }
@@ -1093,7 +1100,10 @@ impl<'a, T: Task> Unwind<'a, T> {
             object: &info.object,
         };
         match find(&mut mem, &mut self.budget, &hdr, vaddr, self.scratch) {
-            Ok(found) => Ok((Lookup::Row(found, false), read)),
+            Ok(found) => {
+                self.row = found.row;
+                Ok((Lookup::Row(false), read))
+            }
             Err(CfiError::NoFde) => Ok((no_fde, read)),
             Err(e) => Err(e),
         }
@@ -1163,12 +1173,12 @@ impl<'a, T: Task> Unwind<'a, T> {
         }
         self.counts.row_misses += 1;
         match self.lookup(&seen, pc, offset, regs.bp) {
-            Ok(Lookup::Row(found, settled)) => {
+            Ok(Lookup::Row(settled)) => {
                 if settled {
-                    self.caches.rows.put(seen.key, offset, &found.row);
+                    self.caches.rows.put(seen.key, offset, &self.row);
                 }
                 self.counts.cfi += 1;
-                let step = apply(self.task, &mut self.budget, &found.row, regs)?;
+                let step = apply(self.task, &mut self.budget, &self.row, regs)?;
                 Ok(take(step, regs, exact))
             }
             Ok(Lookup::Kept(p, settled)) => {
@@ -1210,7 +1220,7 @@ pub fn row_at<T: Task>(
     };
     let offset = (pc - seen.start).wrapping_add(seen.offset);
     let row = match u.lookup(&seen, pc, offset, 1) {
-        Ok(Lookup::Row(found, _)) => Ok(Some(found.row)),
+        Ok(Lookup::Row(_)) => Ok(Some(u.row)),
         Ok(Lookup::Kept(p, _)) => Ok(decode_row(p)),
         Ok(Lookup::NoFde | Lookup::Root) => Ok(None),
         Err(e) => Err(e),

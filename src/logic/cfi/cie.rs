@@ -39,6 +39,8 @@ pub struct RawEntry<'b> {
     pub body: &'b [u8],
     /// The length of the whole body.
     pub len: usize,
+    /// Where `body` starts in the buffer it was loaded into.
+    pub at: usize,
     /// The address of the first byte of `body`.
     pub body_addr: u64,
 }
@@ -102,6 +104,7 @@ pub fn load_entry_head<'b, M: Memory + ?Sized>(
             is64: false,
             body: buf.get(4..4 + n).ok_or(CfiError::Malformed)?,
             len: n,
+            at: 4,
             body_addr: addr.checked_add(4).ok_or(CfiError::Read)?,
         });
     }
@@ -138,6 +141,7 @@ pub fn load_entry_head<'b, M: Memory + ?Sized>(
         is64,
         body,
         len,
+        at: 0,
         body_addr,
     })
 }

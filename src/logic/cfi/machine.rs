@@ -441,7 +441,7 @@ impl Machine<'_, '_, '_> {
 
 /// The row before any instruction: the CFA unknown (`rsp + 0`, which the initial
 /// instructions always replace), the return address undefined, `rbp` unchanged.
-const EMPTY_ROW: Row = Row {
+pub const EMPTY_ROW: Row = Row {
     cfa: Cfa::RegOffset { reg: 7, offset: 0 },
     ra: Rule::Undefined,
     bp: Rule::SameValue,

@@ -100,9 +100,9 @@ impl Scratch {
 #[derive(Clone, Debug)]
 pub struct LastCie {
     buf: [u8; CIE_MAX],
-    /// The entry as loaded into `buf` (its body's length, whole there, its body's address,
-    /// the 64-bit format), and parsed; `None`: nothing loaded.
-    loaded: Option<(usize, u64, bool, Cie)>,
+    /// The entry as loaded into `buf` (where its body starts there, its length, whole there,
+    /// its body's address, the 64-bit format), and parsed; `None`: nothing loaded.
+    loaded: Option<(usize, usize, u64, bool, Cie)>,
     /// The row its initial instructions make, packed, once an FDE's rows were
     /// ([`packed_initial`]).
     initial: Option<Packed>,
@@ -124,36 +124,49 @@ impl LastCie {
         self.initial = None;
     }
 
-    /// The CIE at `addr`, loaded and parsed unless it is the one loaded last, and the row
-    /// its initial instructions make if it is known.
+    /// The CIE at `addr`, loaded and parsed unless it is the one loaded last: the CIE, its
+    /// initial instructions and their address, and the row they make if it is known.
     fn load<M: Memory + ?Sized>(
         &mut self,
         mem: &mut M,
         budget: &mut Budget,
         addr: u64,
-    ) -> Result<(RawEntry<'_>, Cie, Option<Packed>), CfiError> {
-        match self.loaded {
-            Some((len, body_addr, is64, cie)) if cie.addr == addr => {
-                let raw = RawEntry {
-                    addr,
-                    is64,
-                    body: self.buf.get(..len).ok_or(CfiError::Malformed)?,
-                    len,
-                    body_addr,
-                };
-                Ok((raw, cie, self.initial))
-            }
-            _ => {
-                self.loaded = None;
-                self.initial = None;
-                let raw = load_entry(mem, budget, addr, &mut self.buf)?;
-                let cie = parse_cie(&raw)?;
-                // `load_entry()` loads a body whole or fails.
-                self.loaded = Some((raw.len, raw.body_addr, raw.is64, cie));
-                Ok((raw, cie, None))
-            }
+    ) -> Result<CieRef<'_>, CfiError> {
+        if !matches!(self.loaded, Some((.., ref cie)) if cie.addr == addr) {
+            self.loaded = None;
+            self.initial = None;
+            let raw = load_entry(mem, budget, addr, &mut self.buf)?;
+            let cie = parse_cie(&raw)?;
+            // `load_entry()` loads a body whole or fails.
+            self.loaded = Some((raw.at, raw.len, raw.body_addr, raw.is64, cie));
         }
+        let Some((at, len, body_addr, is64, cie)) = &self.loaded else {
+            return Err(CfiError::Malformed);
+        };
+        let raw = RawEntry {
+            addr,
+            is64: *is64,
+            body: self.buf.get(*at..at + len).ok_or(CfiError::Malformed)?,
+            len: *len,
+            at: *at,
+            body_addr: *body_addr,
+        };
+        Ok(CieRef {
+            cie,
+            insns: cie.insns(&raw)?,
+            insns_addr: body_addr.wrapping_add(cie.insns_start as u64),
+            initial: self.initial,
+        })
     }
+}
+
+/// The CIE [`LastCie::load`] gives: parsed, its initial instructions and their address, and
+/// the row they make if it is known.
+struct CieRef<'c> {
+    cie: &'c Cie,
+    insns: &'c [u8],
+    insns_addr: u64,
+    initial: Option<Packed>,
 }
 
 impl Default for LastCie {
@@ -271,15 +284,19 @@ pub fn fde_rows<M: Memory + ?Sized>(
     if fde_raw.body.len() != fde_raw.len {
         return Err(CfiError::TooLong);
     }
-    let (cie_raw, cie, initial) = last_cie.load(mem, budget, cie_addr(&fde_raw)?)?;
-    let parsed = parse_fde(&fde_raw, &cie)?;
-    let at = |base: u64, start: usize| base.wrapping_add(start as u64);
+    let CieRef {
+        cie,
+        insns: cie_insns,
+        insns_addr: cie_insns_addr,
+        initial,
+    } = last_cie.load(mem, budget, cie_addr(&fde_raw)?)?;
+    let parsed = parse_fde(&fde_raw, cie)?;
     let program = Program {
-        cie: &cie,
-        cie_insns: cie.insns(&cie_raw)?,
-        cie_insns_addr: at(cie_raw.body_addr, cie.insns_start),
+        cie,
+        cie_insns,
+        cie_insns_addr,
         fde_insns: parsed.insns(&fde_raw)?,
-        fde_insns_addr: at(fde_raw.body_addr, parsed.insns_start),
+        fde_insns_addr: fde_raw.body_addr.wrapping_add(parsed.insns_start as u64),
         pc_begin: parsed.pc_begin,
         pc_end: parsed.pc_end,
     };
