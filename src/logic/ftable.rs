@@ -60,26 +60,31 @@ pub const FIRST_ROWS: usize = 256;
 const UNKEPT: u64 = u64::MAX;
 
 /// Spans of the search index of a table of `count` FDEs: about one for two FDEs.
+#[inline]
 fn spans(count: usize) -> usize {
     count.div_ceil(2).max(1)
 }
 
 /// Words of the search index of a table of `count` FDEs.
+#[inline]
 pub fn index_words(count: usize) -> usize {
     spans(count).div_ceil(2)
 }
 
 /// The first of the FDE words (see the layout) of a table of `count` FDEs.
+#[inline]
 fn fde_words(count: usize) -> usize {
     HEAD + count + index_words(count)
 }
 
 /// The first of the rows' words of a table of `count` FDEs.
+#[inline]
 fn row_words(count: usize) -> usize {
     fde_words(count) + count
 }
 
 /// The words a table of `count` FDEs and room for `cap` rows takes.
+#[inline]
 pub fn words(count: usize, cap: usize) -> Option<usize> {
     count
         .checked_mul(2)?
@@ -115,6 +120,7 @@ pub struct View<'w> {
 
 impl<'w> View<'w> {
     /// The table in `w`, if its head is one.
+    #[inline]
     pub fn new(w: &'w [AtomicU64]) -> Option<View<'w>> {
         let first = w.first()?.load(Ordering::Relaxed);
         if first >> 32 != MAGIC {
@@ -152,6 +158,7 @@ impl<'w> View<'w> {
     }
 
     /// The search table's entry `i`.
+    #[inline]
     pub fn entry(&self, i: usize) -> Entry {
         let e = self.word(HEAD + i);
         Entry {
@@ -161,6 +168,7 @@ impl<'w> View<'w> {
     }
 
     /// Entry `span` of the search index.
+    #[inline]
     fn span(&self, span: usize) -> usize {
         (self.word(HEAD + self.count + span / 2) >> (32 * (span % 2))) as u32 as usize
     }
@@ -213,6 +221,7 @@ impl<'w> View<'w> {
     }
 
     /// What FDE `i`'s word says.
+    #[inline]
     pub fn rows(&self, i: usize) -> Rows {
         if i >= self.count {
             return Rows::Unkept;

@@ -242,8 +242,9 @@ enum Lookup {
     /// large to hand back through the lookup's calls), and whether it was read from the
     /// object's settled content (so the row cache may keep it).
     Row(bool),
-    /// The same from the file's table, packed ([`encode_row`]).
-    Kept(Packed, bool),
+    /// The same from the file's table, packed ([`encode_row`]), left in
+    /// [`Unwind::packed`].
+    Kept(bool),
     /// No FDE covers the address: the frame-pointer rule.
     NoFde,
     /// No FDE covers the address, which is in the object's entry point's first bytes, and
@@ -753,6 +754,8 @@ struct Unwind<'a, T: Task> {
     add: Option<(usize, Option<usize>, u64)>,
     /// The row of the last [`Lookup::Row`].
     row: Row,
+    /// The row of the last [`Lookup::Kept`].
+    packed: Packed,
     counts: Counts,
 }
 
@@ -774,6 +777,7 @@ impl<'a, T: Task> Unwind<'a, T> {
             info: None,
             add: None,
             row: EMPTY_ROW,
+            packed: [0; 3],
             counts: Counts::default(),
         }
     }
@@ -852,7 +856,7 @@ impl<'a, T: Task> Unwind<'a, T> {
         }
         Ok(match lookup {
             Lookup::Row(_) => Lookup::Row(settled),
-            Lookup::Kept(p, _) => Lookup::Kept(p, settled),
+            Lookup::Kept(_) => Lookup::Kept(settled),
             other => other,
         })
     }
@@ -883,7 +887,10 @@ impl<'a, T: Task> Unwind<'a, T> {
         let entry = view.entry(i);
         match view.rows(i) {
             rows @ Rows::Kept { .. } => Kept::Lookup(match view.row(rows, vaddr - entry.initial) {
-                Some(p) => Lookup::Kept(p, true),
+                Some(p) => {
+                    self.packed = p;
+                    Lookup::Kept(true)
+                }
                 None => no_fde(info, vaddr, bp),
             }),
             rows => Kept::Parse(vaddr, i, entry, rows == Rows::Unseen),
@@ -1032,7 +1039,8 @@ impl<'a, T: Task> Unwind<'a, T> {
                 let Some(&[a, b, c]) = r.and_then(|r| kept.get(r)) else {
                     return Err(CfiError::Malformed);
                 };
-                return Ok(Lookup::Kept([a, b, c & !0xffff_ff00], false));
+                self.packed = [a, b, c & !0xffff_ff00];
+                return Ok(Lookup::Kept(false));
             }
         }
         let mut mem = ObjectOf {
@@ -1181,7 +1189,8 @@ impl<'a, T: Task> Unwind<'a, T> {
                 let step = apply(self.task, &mut self.budget, &self.row, regs)?;
                 Ok(take(step, regs, exact))
             }
-            Ok(Lookup::Kept(p, settled)) => {
+            Ok(Lookup::Kept(settled)) => {
+                let p = self.packed;
                 if settled {
                     self.caches.rows.put_packed(seen.key, offset, p);
                 }
@@ -1221,7 +1230,7 @@ pub fn row_at<T: Task>(
     let offset = (pc - seen.start).wrapping_add(seen.offset);
     let row = match u.lookup(&seen, pc, offset, 1) {
         Ok(Lookup::Row(_)) => Ok(Some(u.row)),
-        Ok(Lookup::Kept(p, _)) => Ok(decode_row(p)),
+        Ok(Lookup::Kept(_)) => Ok(decode_row(u.packed)),
         Ok(Lookup::NoFde | Lookup::Root) => Ok(None),
         Err(e) => Err(e),
     };

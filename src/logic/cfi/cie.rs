@@ -78,6 +78,7 @@ pub fn load_entry<'b, M: Memory + ?Sized>(
 
 /// [`load_entry`], but an entry longer than `buf` is copied only as far as `buf` holds
 /// (its `len` says how long it is).
+#[inline(always)]
 pub fn load_entry_head<'b, M: Memory + ?Sized>(
     mem: &mut M,
     budget: &mut Budget,
@@ -108,6 +109,16 @@ pub fn load_entry_head<'b, M: Memory + ?Sized>(
             body_addr: addr.checked_add(4).ok_or(CfiError::Read)?,
         });
     }
+    load_entry_exact(mem, budget, addr, buf)
+}
+
+/// [`load_entry_head`] a field at a time.
+fn load_entry_exact<'b, M: Memory + ?Sized>(
+    mem: &mut M,
+    budget: &mut Budget,
+    addr: u64,
+    buf: &'b mut [u8],
+) -> Result<RawEntry<'b>, CfiError> {
     let mut len4 = [0u8; 4];
     read_mem(mem, budget, addr, &mut len4)?;
     let (len, is64, head) = match u32::from_le_bytes(len4) {

@@ -53,6 +53,7 @@ impl Object {
     }
 
     /// The address of the byte at file offset `offset`, if a segment loads it.
+    #[inline]
     pub fn vaddr(&self, offset: u64) -> Option<u64> {
         let l = self
             .loads()
@@ -63,6 +64,7 @@ impl Object {
 
     /// The file offset of the `len` bytes at address `vaddr`, if one segment loads all of
     /// them from the file.
+    #[inline]
     pub fn offset(&self, vaddr: u64, len: usize) -> Option<u64> {
         let len = len as u64;
         let l = self

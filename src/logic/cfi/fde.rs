@@ -46,6 +46,7 @@ impl Fde {
 
 /// The address of the CIE of the FDE `entry`: its CIE pointer counts back from the
 /// pointer field itself. A CIE (id 0) is not an FDE: [`CfiError::Malformed`].
+#[inline]
 pub fn cie_addr(entry: &RawEntry<'_>) -> Result<u64, CfiError> {
     let mut c = entry.cursor();
     let field = c.addr();
@@ -57,6 +58,7 @@ pub fn cie_addr(entry: &RawEntry<'_>) -> Result<u64, CfiError> {
 }
 
 /// Parses `entry` as an FDE of `cie`.
+#[inline(always)]
 pub fn parse_fde(entry: &RawEntry<'_>, cie: &Cie) -> Result<Fde, CfiError> {
     let mut c = entry.cursor();
     entry.id(&mut c)?;

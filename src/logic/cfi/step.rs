@@ -126,6 +126,7 @@ impl LastCie {
 
     /// The CIE at `addr`, loaded and parsed unless it is the one loaded last: the CIE, its
     /// initial instructions and their address, and the row they make if it is known.
+    #[inline]
     fn load<M: Memory + ?Sized>(
         &mut self,
         mem: &mut M,
