@@ -388,6 +388,7 @@ impl Task for Current<'_> {
         Ok(())
     }
 
+    #[inline]
     fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
         let base = offset & !(BLOCK as u64 - 1);
         let start = (offset - base) as usize;
@@ -427,6 +428,7 @@ impl Task for Current<'_> {
         }
     }
 
+    #[inline]
     fn table(&mut self, key: u64) -> Option<&[AtomicU64]> {
         let i = match self
             .held

@@ -177,6 +177,7 @@ struct ObjectOf<'t, T: Task> {
 }
 
 impl<T: Task> Memory for ObjectOf<'_, T> {
+    #[inline]
     fn read(&mut self, vaddr: u64, buf: &mut [u8]) -> Result<(), CfiError> {
         let offset = self
             .object
