@@ -247,8 +247,12 @@ impl Run<'_, '_> {
         addr: u64,
         budget: &mut Budget,
     ) -> Option<()> {
-        let mut c = Cursor::new(insns, addr);
-        let mut ran = 0u32;
+        // The padding after the last instruction (`DW_CFA_nop`, zero bytes) is counted, not
+        // run. A zero byte that was an operand leaves its instruction short, which fails
+        // it: the general machine then runs the program.
+        let end = insns.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        let mut ran = u32::try_from(insns.len() - end).ok()?;
+        let mut c = Cursor::new(insns.get(..end)?, addr);
         while !c.is_empty() {
             ran = ran.wrapping_add(1);
             let op = c.u8().ok()?;
@@ -286,7 +290,12 @@ impl Run<'_, '_> {
                     self.depth = self.depth.checked_sub(1)?;
                     self.row = *self.stack.get(self.depth)?;
                 }
-                _ => self.extended(op, &mut c)?,
+                // On a copy: the loop's cursor, never lent, stays in registers.
+                _ => {
+                    let mut rest = c;
+                    self.extended(op, &mut rest)?;
+                    c = rest;
+                }
             }
         }
         budget.insns = budget.insns.checked_sub(ran)?;
