@@ -24,7 +24,8 @@ import sys
 # frames whatever the depth.
 B_FRAMES = 8
 ARMS = {"A", "B", "C", "D", "E", "Ac", "Ec", "Et", "P0", "P1", "P2"}
-# Issue 24's target: a row parsed at first sight costs at most this many instructions.
+# Issue 24's target: a row parsed at first sight costs at most this many instructions more
+# than the same stack with its rows cached.
 FIRST_SIGHT_TARGET = 2000
 # Issue 26's targets: (name, depths it applies to, limit).
 TARGETS = (("D/P1", (8,), 1.25), ("D/P1", (32, 128), 1.0), ("E/P1", (32, 128), 1.25),
@@ -57,22 +58,33 @@ def per_round(rounds, f):
 
 
 def tables_line(rounds, icount):
-    """The files' tables (issue 24): a row at first sight (Ec, each miss parses its FDE)
-    and a row cache miss the tables answer (Et), each per row the run looked up, less the
-    event alone on the same workload (Ac)."""
-    def per_row(k):
-        return per_round(rounds, lambda a: (a[k]["ns"] - a["Ac"]["ns"]) * a[k]["stacks"]
-                         / a[k]["row_misses"] if a[k]["row_misses"] else None)
-    ec, et = per_row("Ec"), per_row("Et")
+    """The files' tables (issue 24), per row the run looked up (a row cache miss): a row at
+    first sight (Ec, each miss parses its FDE) and a row the tables answer (Et), each as the
+    whole stack's cost over the event alone on the same workload (Ac), and as what it adds
+    to a stack whose rows are cached (less E - A, the same depth on uu_bench_nofp). The
+    second is the issue's measure, the one its target is on: its 10,300 instructions a row
+    were 286,000 for a stack at first sight less 12,000 for a cached one, over 26.6 rows."""
+    def per_row(k, cached):
+        def f(a):
+            if not a[k]["row_misses"]:
+                return None
+            extra = a[k]["ns"] - a["Ac"]["ns"] - (a["E"]["ns"] - a["A"]["ns"] if cached else 0)
+            return extra * a[k]["stacks"] / a[k]["row_misses"]
+        return per_round(rounds, f)
+    ec, et = per_row("Ec", False), per_row("Et", False)
+    ec_over, et_over = per_row("Ec", True), per_row("Et", True)
     parsed = {k: med([a[k]["parsed"] / max(a[k]["row_misses"], 1) for a in rounds])
               for k in ("Ec", "Et")}
     kib = max(a["Et"]["table_bytes"] for a in rounds) / 1024
     unit = "instructions" if icount else "ns"
     verdict = (f" (target <= {FIRST_SIGHT_TARGET}: "
-               f"{'met' if med(ec) <= FIRST_SIGHT_TARGET else 'NOT met'})" if icount else "")
-    print(f"  files' tables: a row at first sight (Ec-Ac)/row={med(ec):.0f} {unit}{verdict}, "
-          f"a row from the tables (Et-Ac)/row={med(et):.0f}; misses that parsed: "
-          f"Ec={parsed['Ec']:.2f} Et={parsed['Et']:.3f}; tables after Et={kib:.0f} KiB")
+               f"{'met' if med(ec_over) <= FIRST_SIGHT_TARGET else 'NOT met'})"
+               if icount else "")
+    print(f"  files' tables: a row at first sight (Ec-Ac)/row={med(ec):.0f}, over a cached "
+          f"stack ((Ec-Ac)-(E-A))/row={med(ec_over):.0f} {unit}{verdict}; a row from the "
+          f"tables (Et-Ac)/row={med(et):.0f}, over a cached stack {med(et_over):.0f}; misses "
+          f"that parsed: Ec={parsed['Ec']:.2f} Et={parsed['Et']:.3f}; tables after "
+          f"Et={kib:.0f} KiB")
 
 
 def main():

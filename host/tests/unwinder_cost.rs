@@ -10,7 +10,9 @@
 
 mod common;
 
+use user_unwind_logic::logic::cfi::cie::load_entry;
 use user_unwind_logic::logic::cfi::elf::find_eh_frame_hdr;
+use user_unwind_logic::logic::cfi::fde::cie_addr;
 use user_unwind_logic::logic::cfi::machine::{Cfa, Row, Rule};
 use user_unwind_logic::logic::cfi::step::{Regs, Scratch};
 use user_unwind_logic::logic::cfi::table::Hdr;
@@ -198,6 +200,91 @@ fn first_sight_on_libc() {
     );
     assert_eq!(misses, frames, "every frame is a first sight");
     assert!(view.used() >= frames, "the rows of every FDE are kept");
+}
+
+/// The last CIE a stack loaded serves the next stack through the same file only once a
+/// check of the file's content after it was read proved it settled: a CIE read while the
+/// file was being written (the check after its stack's lookup fails) is read again by the
+/// next stack, one proven is not. Single-frame stacks at the first instruction of libc
+/// functions, each a first sight; the CIE's reads are counted at its file offset.
+#[test]
+fn the_last_cie_serves_the_next_stack_only_once_proven_settled() {
+    const KEY: u64 = 0xc1e;
+    let data = std::fs::read(LIBC).expect("libc");
+    let region = Region {
+        start: 0,
+        end: data.len() as u64,
+        offset: 0,
+        key: Some(KEY),
+    };
+    let pcs = libc_entries(&data, &region, 400);
+    // Each function's CIE, at its file offset.
+    let mut mem = common::ElfMemory::new(&data);
+    let mut budget = Budget::default();
+    let base = mem.first_load();
+    let at = find_eh_frame_hdr(&mut mem, &mut budget, base).expect("libc's PT_GNU_EH_FRAME");
+    let hdr = Hdr::parse(&mut mem, &mut budget, at).expect("libc's .eh_frame_hdr");
+    let mut cie_of = |pc: u64| {
+        let mut budget = Budget::default();
+        let fde = hdr.lookup(&mut mem, &mut budget, pc).expect("an FDE").fde;
+        let mut buf = [0u8; 4096];
+        let entry = load_entry(&mut mem, &mut budget, fde, &mut buf).expect("the FDE");
+        let cie = cie_addr(&entry).expect("its CIE");
+        mem.file_offset(cie).expect("the CIE in the file")
+    };
+    let cies: Vec<(u64, u64)> = pcs.iter().map(|&pc| (pc, cie_of(pc))).collect();
+    let c = cies[0].1;
+    let with_c: Vec<u64> = cies.iter().filter(|p| p.1 == c).map(|p| p.0).collect();
+    let (d, with_d) = {
+        let d = cies.iter().find(|p| p.1 != c).expect("libc has two CIEs").1;
+        (
+            d,
+            cies.iter()
+                .filter(|p| p.1 == d)
+                .map(|p| p.0)
+                .collect::<Vec<_>>(),
+        )
+    };
+    assert!(
+        with_c.len() >= 3 && with_d.len() >= 2,
+        "{with_c:x?} {with_d:x?}"
+    );
+    let caches = Box::new(Caches::new());
+    let mut scratch = Box::new(Scratch::new());
+    let mut file = common::FileTask::new(&data);
+    file.region = Some(region);
+    let ret0 = 0u64.to_le_bytes();
+    file.stack = Slice {
+        base: SP,
+        bytes: &ret0,
+    };
+    let mut ips = [0u64; 4];
+    // Whether a stack at `pc`, its file settled or not, read the CIE at `cie`.
+    let mut reads_cie = |file: &mut common::FileTask<'_>, settled: bool, pc: u64, cie: u64| {
+        file.settled = settled;
+        file.reads.clear();
+        let regs = Regs {
+            ip: pc,
+            sp: SP,
+            bp: 1,
+            bx: 0,
+        };
+        let (n, end, counts) = unwind(file, regs, 1 << 47, &caches, &mut scratch, &mut ips);
+        assert_eq!(
+            (n, end, counts.row_misses),
+            (1, End::Complete, 1),
+            "{pc:#x}"
+        );
+        file.reads.contains(&cie)
+    };
+    // Settled: the first stack reads C, the next ones through C do not.
+    assert!(reads_cie(&mut file, true, with_c[0], c));
+    assert!(!reads_cie(&mut file, true, with_c[1], c));
+    // Proven, C stays proven while the file is written: the identity that keys it changes.
+    assert!(!reads_cie(&mut file, false, with_c[2], c));
+    // Read while the file is being written, D is read again by the next stack.
+    assert!(reads_cie(&mut file, false, with_d[0], d));
+    assert!(reads_cie(&mut file, true, with_d[1], d));
 }
 
 /// A stack through two objects whose CIEs lie at the same address but say different

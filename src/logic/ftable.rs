@@ -139,6 +139,7 @@ impl<'w> View<'w> {
     }
 
     /// The object's description.
+    #[inline]
     pub fn info(&self) -> [u64; INFO_WORDS] {
         let mut info = [0; INFO_WORDS];
         for (i, v) in info.iter_mut().enumerate() {

@@ -329,6 +329,7 @@ fn info_words(info: &TableInfo) -> [u64; INFO_WORDS] {
 }
 
 /// The [`TableInfo`] of [`info_words`]' words.
+#[inline]
 fn info_of(w: &[u64; INFO_WORDS]) -> Option<TableInfo> {
     let meta = w[0];
     let mut object = Object {
@@ -762,8 +763,6 @@ struct Unwind<'a, T: Task> {
 
 impl<'a, T: Task> Unwind<'a, T> {
     fn new(task: &'a mut T, caches: &'a Caches, scratch: &'a mut Scratch) -> Self {
-        // The scratch is another stack's, whose objects may not be this one's.
-        scratch.last_cie.forget();
         Unwind {
             task,
             caches,
@@ -830,7 +829,11 @@ impl<'a, T: Task> Unwind<'a, T> {
         if self.open != seen.key {
             self.close();
             match self.task.object_open(&region, pc) {
-                Ok(()) => self.open = seen.key,
+                Ok(()) => {
+                    self.open = seen.key;
+                    // The scratch's last CIE may be another object's (another stack's).
+                    self.scratch.last_cie.open(seen.key);
+                }
                 Err(CfiError::NoFde) => return Ok(Lookup::NoFde),
                 Err(e) => return Err(e),
             }
@@ -843,6 +846,7 @@ impl<'a, T: Task> Unwind<'a, T> {
             None => self.lookup_open(seen.key, offset, bp),
         };
         let settled = self.task.object_settled();
+        self.scratch.last_cie.settled(settled);
         let add = self.add.take();
         let (lookup, read) = found?;
         match (read, settled) {
@@ -1063,7 +1067,6 @@ impl<'a, T: Task> Unwind<'a, T> {
         if self.open != 0 {
             self.task.object_close();
             self.open = 0;
-            self.scratch.last_cie.forget();
         }
     }
 

@@ -179,6 +179,10 @@ pub struct FileTask<'a> {
     pub other: Option<(Region, &'a [u8])>,
     /// Whether the object open is `other`.
     open_other: bool,
+    /// What the object's content check says (settled by default).
+    pub settled: bool,
+    /// The file offsets of the object's reads.
+    pub reads: Vec<u64>,
 }
 
 impl<'a> FileTask<'a> {
@@ -196,6 +200,8 @@ impl<'a> FileTask<'a> {
             grown: 0,
             other: None,
             open_other: false,
+            settled: true,
+            reads: Vec::new(),
         }
     }
 }
@@ -223,6 +229,7 @@ impl Task for FileTask<'_> {
         Ok(())
     }
     fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        self.reads.push(offset);
         let data = match self.other {
             Some((_, other)) if self.open_other => other,
             _ => self.data,
@@ -236,7 +243,7 @@ impl Task for FileTask<'_> {
         Ok(())
     }
     fn object_settled(&mut self) -> bool {
-        true
+        self.settled
     }
     fn object_close(&mut self) {}
     fn table(&mut self, key: u64) -> Option<&[AtomicU64]> {

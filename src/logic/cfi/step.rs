@@ -95,8 +95,9 @@ impl Scratch {
 
 /// The CIE [`fde_rows`] loaded last, parsed, with its bytes: the FDEs of an object mostly
 /// share one or two CIEs, so the next FDE's is mostly this one. Its address says which it
-/// is only within one object: whoever reads another object with it calls
-/// [`LastCie::forget`] first.
+/// is only within one object: whoever reads an object with it says which first
+/// ([`LastCie::open`]). It is kept for the next stack through the same file only once it
+/// is known to be the file's settled content ([`LastCie::settled`]).
 #[derive(Clone, Debug)]
 pub struct LastCie {
     buf: [u8; CIE_MAX],
@@ -106,6 +107,11 @@ pub struct LastCie {
     /// The row its initial instructions make, packed, once an FDE's rows were
     /// ([`packed_initial`]).
     initial: Option<Packed>,
+    /// The key of the object it was read from (0: none).
+    key: u64,
+    /// What the first check of the object's content after it was read said (`None`: not
+    /// checked yet).
+    proven: Option<bool>,
 }
 
 impl LastCie {
@@ -115,13 +121,34 @@ impl LastCie {
             buf: [0; CIE_MAX],
             loaded: None,
             initial: None,
+            key: 0,
+            proven: None,
         }
     }
 
-    /// Forgets the CIE loaded: the next object is another.
+    /// Forgets the CIE loaded.
     pub fn forget(&mut self) {
         self.loaded = None;
         self.initial = None;
+        self.proven = None;
+    }
+
+    /// The next loads are from the object `key` (a file's identity is its content): the CIE
+    /// loaded is forgotten unless it is that object's, read from its settled content.
+    pub fn open(&mut self, key: u64) {
+        if key != self.key || self.proven != Some(true) {
+            self.forget();
+        }
+        self.key = key;
+    }
+
+    /// Whether the object's content was settled when checked after a lookup: the CIE loaded
+    /// is proven settled content by the first check after it was read, and never if that
+    /// check fails.
+    pub fn settled(&mut self, settled: bool) {
+        if self.loaded.is_some() && self.proven.is_none() {
+            self.proven = Some(settled);
+        }
     }
 
     /// The CIE at `addr`, loaded and parsed unless it is the one loaded last: the CIE, its
@@ -134,8 +161,7 @@ impl LastCie {
         addr: u64,
     ) -> Result<CieRef<'_>, CfiError> {
         if !matches!(self.loaded, Some((.., ref cie)) if cie.addr == addr) {
-            self.loaded = None;
-            self.initial = None;
+            self.forget();
             let raw = load_entry(mem, budget, addr, &mut self.buf)?;
             let cie = parse_cie(&raw)?;
             // `load_entry()` loads a body whole or fails.
