@@ -9,7 +9,7 @@
 //!
 //! Memory: the row and table caches are static, about 110 KiB; the files' tables
 //! (`src/tables.c`) are allocated here, in the callback, and bounded by `table_kib`; the
-//! work buffers (the CIE and FDE scratch, the stack's last CIE, an FDE's rows and its
+//! work buffers (the CIE and FDE scratch, the last CIE read, an FDE's rows and its
 //! remembered rows, the 511 frames and two 256-byte read blocks, 15.6 KiB each) are a
 //! static pool of [`POOL_SLOTS`] (125 KiB): a callback takes a free one without
 //! allocating, and when all are in use (as many tasks in the callback at once, each
