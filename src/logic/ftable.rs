@@ -71,10 +71,16 @@ pub fn index_words(count: usize) -> usize {
     spans(count).div_ceil(2)
 }
 
-/// The first of the FDE words (see the layout) of a table of `count` FDEs.
+/// The first word of the search index (see the layout) of a table of `count` FDEs.
+#[inline]
+fn index_start(count: usize) -> usize {
+    HEAD + count
+}
+
+/// The first of the FDE words of a table of `count` FDEs.
 #[inline]
 fn fde_words(count: usize) -> usize {
-    HEAD + count + index_words(count)
+    index_start(count) + index_words(count)
 }
 
 /// The first of the rows' words of a table of `count` FDEs.
@@ -171,7 +177,7 @@ impl<'w> View<'w> {
     /// Entry `span` of the search index.
     #[inline]
     fn span(&self, span: usize) -> usize {
-        (self.word(HEAD + self.count + span / 2) >> (32 * (span % 2))) as u32 as usize
+        (self.word(index_start(self.count) + span / 2) >> (32 * (span % 2))) as u32 as usize
     }
 
     /// The entries of the search table among which the last one at or below `vaddr` is,
@@ -319,7 +325,7 @@ pub fn index(w: &[AtomicU64]) -> Option<()> {
     let range = view.entry(count - 1).initial.checked_sub(first)?;
     let spans = spans(count);
     let shift = (0..=32u32).find(|&s| (range >> s) < spans as u64)?;
-    let base = HEAD + count;
+    let base = index_start(count);
     let mut i = 0;
     for span in 0..spans {
         let start = first + ((span as u64) << shift);

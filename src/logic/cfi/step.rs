@@ -21,7 +21,6 @@ use super::cie::load_entry;
 use super::cie::load_entry_head;
 use super::cie::parse_cie;
 use super::cie::Cie;
-use super::cie::RawEntry;
 use super::expr::eval;
 use super::expr::ExprRegs;
 use super::fde::cie_addr;
@@ -101,9 +100,9 @@ impl Scratch {
 #[derive(Clone, Debug)]
 pub struct LastCie {
     buf: [u8; CIE_MAX],
-    /// The entry as loaded into `buf` (where its body starts there, its length, whole there,
-    /// its body's address, the 64-bit format), and parsed; `None`: nothing loaded.
-    loaded: Option<(usize, usize, u64, bool, Cie)>,
+    /// The entry as loaded into `buf` (where its body starts there, its body's address),
+    /// and parsed; `None`: nothing loaded.
+    loaded: Option<(usize, u64, Cie)>,
     /// The row its initial instructions make, packed, once an FDE's rows were
     /// ([`packed_initial`]).
     initial: Option<Packed>,
@@ -164,23 +163,16 @@ impl LastCie {
             self.forget();
             let raw = load_entry(mem, budget, addr, &mut self.buf)?;
             let cie = parse_cie(&raw)?;
-            // `load_entry()` loads a body whole or fails.
-            self.loaded = Some((raw.at, raw.len, raw.body_addr, raw.is64, cie));
+            // `load_entry()` loads a body whole or fails: its instructions are all there.
+            self.loaded = Some((raw.at, raw.body_addr, cie));
         }
-        let Some((at, len, body_addr, is64, cie)) = &self.loaded else {
+        let Some((at, body_addr, cie)) = &self.loaded else {
             return Err(CfiError::Malformed);
         };
-        let raw = RawEntry {
-            addr,
-            is64: *is64,
-            body: self.buf.get(*at..at + len).ok_or(CfiError::Malformed)?,
-            len: *len,
-            at: *at,
-            body_addr: *body_addr,
-        };
+        let insns = self.buf.get(at + cie.insns_start..at + cie.insns_end);
         Ok(CieRef {
             cie,
-            insns: cie.insns(&raw)?,
+            insns: insns.ok_or(CfiError::Malformed)?,
             insns_addr: body_addr.wrapping_add(cie.insns_start as u64),
             initial: self.initial,
         })
