@@ -128,6 +128,8 @@ bool uu_table_publish(struct uu_table *t, u64 key);
 void uu_table_replace(struct uu_table *old, struct uu_table *new);
 void uu_tables_write_lock(void);
 void uu_tables_write_unlock(void);
+unsigned long uu_tables_retry_at(void);
+bool uu_tables_retry_now(unsigned long at);
 void uu_tables_memory(unsigned long *bytes, unsigned long *count);
 int uu_tables_init(void);
 void uu_tables_exit(void);

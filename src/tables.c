@@ -277,6 +277,21 @@ void uu_tables_write_unlock(void)
 }
 
 /*
+ * A table the limit refused to grow is not offered rows again before uu_tables_retry_at()
+ * (the limit's next scan for idle tables, UU_TABLE_RESCAN from now), when
+ * uu_tables_retry_now() says so.
+ */
+unsigned long uu_tables_retry_at(void)
+{
+	return jiffies + UU_TABLE_RESCAN;
+}
+
+bool uu_tables_retry_now(unsigned long at)
+{
+	return !time_before(jiffies, at);
+}
+
+/*
  * The shrinker: the memory of tables idle for UU_TABLE_SHRINK_IDLE, which the next stacks
  * would have to read and parse again (the count is all of the tables' memory: a bound).
  */

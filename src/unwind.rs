@@ -25,7 +25,7 @@ use crate::stack::{self, Ip, KnownVma, COOKIES};
 use crate::stats::{self, Stat};
 use crate::Keys;
 use core::cell::UnsafeCell;
-use core::ffi::c_void;
+use core::ffi::{c_ulong, c_void};
 use core::ptr::null_mut;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::error::code::{EBUSY, EFAULT, EINVAL};
@@ -43,6 +43,9 @@ struct Work {
     ips: [u64; MAX_FRAMES],
     block: [u8; BLOCK],
     object_block: [u8; BLOCK],
+    /// The file whose table the memory limit last refused to grow (0: none), and when its
+    /// rows may be offered again ([`Current::table_write`]).
+    refused: (u64, c_ulong),
 }
 
 /// A pool slot.
@@ -68,6 +71,7 @@ impl PoolSlot {
                 ips: [0; MAX_FRAMES],
                 block: [0; BLOCK],
                 object_block: [0; BLOCK],
+                refused: (0, 0),
             }),
         }
     }
@@ -131,10 +135,11 @@ struct Current<'k> {
     next_held: usize,
     /// A table being made, not yet published.
     pending: Held,
-    /// The file whose table the memory limit refused to grow in this stack (0: none): its
-    /// other FDEs' rows are not offered to it again before the next stack (the limit's
-    /// scan for idle tables runs at most every 100 ms anyway).
-    refused: u64,
+    /// The file whose table the memory limit refused to grow (0: none), and when: its
+    /// other FDEs' rows are not offered to it again, in this stack or the next ones of
+    /// this work buffer, before the limit's next scan for idle tables (at most every
+    /// 100 ms), which is when a larger table may fit again.
+    refused: &'k mut (u64, c_ulong),
 }
 
 /// File mappings a stack hands to the translation, at most.
@@ -465,7 +470,9 @@ impl Task for Current<'_> {
     }
 
     fn table_write(&mut self, key: u64, write: &mut dyn FnMut(&[AtomicU64]) -> Result<(), Add>) {
-        if key == self.refused {
+        let (refused, at) = *self.refused;
+        // SAFETY: A plain C function without preconditions.
+        if key == refused && !unsafe { ffi::uu_tables_retry_now(at) } {
             return;
         }
         // SAFETY: A plain C function; task context (the callback), and no lock held.
@@ -483,7 +490,8 @@ impl Task for Current<'_> {
                             unsafe { ffi::uu_table_replace(cur.t, new.t) };
                         }
                     }
-                    None => self.refused = key,
+                    // SAFETY: A plain C function without preconditions.
+                    None => *self.refused = (key, unsafe { ffi::uu_tables_retry_at() }),
                 }
             }
         }
@@ -524,7 +532,7 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         held: [Held::NONE; HELD],
         next_held: 0,
         pending: Held::NONE,
-        refused: 0,
+        refused: &mut work.refused,
     };
     let start = Regs {
         ip: regs.ip,

@@ -192,6 +192,8 @@ mod ffi {
         pub(crate) fn uu_table_replace(old: *mut c_void, new: *mut c_void);
         pub(crate) fn uu_tables_write_lock();
         pub(crate) fn uu_tables_write_unlock();
+        pub(crate) fn uu_tables_retry_at() -> core::ffi::c_ulong;
+        pub(crate) fn uu_tables_retry_now(at: core::ffi::c_ulong) -> bool;
         pub(crate) fn uu_vma_memo_find(addr: u64, r: *mut UuRegion) -> c_int;
         pub(crate) fn uu_vma_memo_note(vma: *mut c_void, id: *const crate::logic::frames::FileId);
         #[cfg(CONFIG_KUNIT)] // Only the KUnit suite calls it.

@@ -287,6 +287,62 @@ fn the_last_cie_serves_the_next_stack_only_once_proven_settled() {
     assert!(reads_cie(&mut file, true, with_d[1], d));
 }
 
+/// The description of a file (its segments and `.eh_frame_hdr`) that a stack used is kept
+/// for the next stack only if every read of that stack proved settled: a stack that read
+/// the file while it was being written leaves nothing for the next, which decodes the
+/// description again from the file's table. Single-frame stacks at libc functions' first
+/// instructions, each a first sight.
+#[test]
+fn the_file_description_serves_the_next_stack_only_once_proven_settled() {
+    const KEY: u64 = 0xde5c;
+    let data = std::fs::read(LIBC).expect("libc");
+    let region = Region {
+        start: 0,
+        end: data.len() as u64,
+        offset: 0,
+        key: Some(KEY),
+    };
+    let pcs = libc_entries(&data, &region, 20);
+    let mut mem = common::ElfMemory::new(&data);
+    let mut budget = Budget::default();
+    let base = mem.first_load();
+    let at = find_eh_frame_hdr(&mut mem, &mut budget, base).expect("libc's PT_GNU_EH_FRAME");
+    let hdr = Hdr::parse(&mut mem, &mut budget, at).expect("libc's .eh_frame_hdr");
+    let caches = Box::new(Caches::new());
+    let mut scratch = Box::new(Scratch::new());
+    let mut file = common::FileTask::new(&data);
+    file.region = Some(region);
+    let ret0 = 0u64.to_le_bytes();
+    file.stack = Slice {
+        base: SP,
+        bytes: &ret0,
+    };
+    let mut ips = [0u64; 4];
+    // The description kept after a stack at `pc`, its file settled or not.
+    let mut kept = |file: &mut common::FileTask<'_>, settled: bool, pc: u64| {
+        file.settled = settled;
+        let regs = Regs {
+            ip: pc,
+            sp: SP,
+            bp: 1,
+            bx: 0,
+        };
+        let (n, end, counts) = unwind(file, regs, 1 << 47, &caches, &mut scratch, &mut ips);
+        assert_eq!(
+            (n, end, counts.row_misses),
+            (1, End::Complete, 1),
+            "{pc:#x}"
+        );
+        scratch.info.map(|(key, info)| (key, info.hdr))
+    };
+    assert_eq!(kept(&mut file, true, pcs[0]), Some((KEY, Some(hdr))));
+    // Served from the last stack, kept again.
+    assert_eq!(kept(&mut file, true, pcs[1]), Some((KEY, Some(hdr))));
+    // Read while the file is being written: not kept.
+    assert_eq!(kept(&mut file, false, pcs[2]), None);
+    assert_eq!(kept(&mut file, true, pcs[3]), Some((KEY, Some(hdr))));
+}
+
 /// A stack through two objects whose CIEs lie at the same address but say different
 /// things: libc, and a copy of it whose CIEs' initial instructions put the CFA at rsp + 16
 /// and the return address at CFA - 16 (`0c 07 08 90 01` made `0c 07 10 90 02`), mapped

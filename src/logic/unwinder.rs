@@ -75,6 +75,7 @@ use super::cfi::step::Step;
 use super::cfi::step::FDE_MAX;
 use super::cfi::table::Entry;
 use super::cfi::table::Hdr;
+use super::cfi::table::TableInfo;
 use super::cfi::Budget;
 use super::cfi::CfiError;
 use super::cfi::Memory;
@@ -290,16 +291,6 @@ enum Indexed {
 /// Bytes from an entry point within which a return address without an FDE, with a zero
 /// frame pointer, is a root: ld.so's `_start` calls `_dl_start` within its first 8.
 const ROOT_SPAN: u64 = 16;
-
-/// What a file's headers say, as the [`TableCache`] keeps it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct TableInfo {
-    /// Its segments and entry point.
-    object: Object,
-    /// Its `.eh_frame_hdr`, in its own addresses; `None` when it has no usable one (its
-    /// frames use the frame-pointer rule).
-    hdr: Option<Hdr>,
-}
 
 /// Words of a [`TableCache`] slot: the key, then a [`TableInfo`]'s words.
 const TABLE_WORDS: usize = 1 + INFO_WORDS;
@@ -747,8 +738,9 @@ struct Unwind<'a, T: Task> {
     /// The key of the object open for row misses (0: none).
     open: u64,
     /// The description of the file whose key it holds, from its table or its headers
-    /// (decoded once a stack rather than at each row cache miss: a file's identity is
-    /// its content, so its description never changes).
+    /// (decoded once rather than at each row cache miss: a file's identity is its
+    /// content, so its description never changes; the last stack's, in
+    /// [`Scratch::info`], serves the next).
     info: Option<(u64, TableInfo)>,
     /// The FDE whose rows the lookup parsed to keep in the file's table, if what it read
     /// proves settled: its index, its rows in `scratch.rows` if all are kept (`None`: it
@@ -874,7 +866,11 @@ impl<'a, T: Task> Unwind<'a, T> {
             return Kept::Unknown;
         };
         if !matches!(self.info, Some((k, _)) if k == key) {
-            self.info = info_of(&view.info()).map(|info| (key, info));
+            // The last stack's, if it read the same file: its description never changes.
+            self.info = match self.scratch.info.take() {
+                Some((k, info)) if k == key => Some((k, info)),
+                _ => info_of(&view.info()).map(|info| (key, info)),
+            };
         }
         let Some((_, info)) = &self.info else {
             return Kept::Unknown;
@@ -1062,6 +1058,17 @@ impl<'a, T: Task> Unwind<'a, T> {
         }
     }
 
+    /// Ends the stack: closes the object, and keeps the description of the file it read
+    /// last for the next stack if every lookup proved what it read settled.
+    fn end(&mut self) {
+        self.close();
+        if self.counts.unsettled == 0 {
+            if let Some(info) = self.info.take() {
+                self.scratch.info = Some(info);
+            }
+        }
+    }
+
     /// Closes the object open for the stack's row misses, if any.
     fn close(&mut self) {
         if self.open != 0 {
@@ -1238,7 +1245,7 @@ pub fn row_at<T: Task>(
         Ok(Lookup::NoFde | Lookup::Root) => Ok(None),
         Err(e) => Err(e),
     };
-    u.close();
+    u.end();
     row
 }
 
@@ -1285,7 +1292,7 @@ pub fn unwind<T: Task>(
             }
         }
     };
-    u.close();
+    u.end();
     (n, end, u.counts)
 }
 

@@ -151,6 +151,55 @@ fn place(reg: u64) -> Option<Place> {
     }
 }
 
+/// Sets the CFA's register and offset in `row`, those given.
+#[inline(always)]
+fn set_cfa(row: &mut Packed, reg: Option<u64>, offset: Option<i64>) -> Option<()> {
+    let [a, ..] = row;
+    if let Some(reg) = reg {
+        *a = *a & !0xff | u64::from(u8::try_from(reg).ok()?);
+    }
+    if let Some(offset) = offset {
+        *a = *a & 0xffff_ffff | u64::from(i32::try_from(offset).ok()? as u32) << 32;
+    }
+    Some(())
+}
+
+/// `row`, which starts at `loc`, into `rows` at `n` (a row from the FDE's end on covers
+/// nothing and is dropped).
+#[inline(always)]
+fn emit(
+    program: &Program<'_>,
+    rows: &mut [Packed],
+    n: &mut usize,
+    row: Packed,
+    loc: u64,
+) -> Option<()> {
+    if loc >= program.pc_end {
+        return Some(());
+    }
+    let off = loc.checked_sub(program.pc_begin)?;
+    if off >= 1 << 24 {
+        return None;
+    }
+    let [a, b, c] = row;
+    *rows.get_mut(*n)? = [a, b, c | off << 8];
+    *n += 1;
+    Some(())
+}
+
+/// `f` run with the place of `reg`'s rule if it is tracked, a constant in each of its
+/// three inlined copies: a row in locals stays in registers (a place chosen at run time
+/// indexes the row, which then lives in memory).
+#[inline(always)]
+fn at_place(reg: u64, f: impl FnOnce(Place) -> Option<()>) -> Option<()> {
+    match reg {
+        r if r == u64::from(REG_RA) => f(RA_AT),
+        r if r == u64::from(REG_RBP) => f(BP_AT),
+        r if r == u64::from(REG_RBX) => f(BX_AT),
+        _ => Some(()),
+    }
+}
+
 /// The packed machine's state.
 struct Run<'p, 'r> {
     program: &'p Program<'p>,
@@ -191,14 +240,7 @@ impl Run<'_, '_> {
 
     #[inline(always)]
     fn set_cfa(&mut self, reg: Option<u64>, offset: Option<i64>) -> Option<()> {
-        let [a, ..] = &mut self.row;
-        if let Some(reg) = reg {
-            *a = *a & !0xff | u64::from(u8::try_from(reg).ok()?);
-        }
-        if let Some(offset) = offset {
-            *a = *a & 0xffff_ffff | u64::from(i32::try_from(offset).ok()? as u32) << 32;
-        }
-        Some(())
+        set_cfa(&mut self.row, reg, offset)
     }
 
     /// Moves to `loc`, handing on the row that ends there.
@@ -224,17 +266,7 @@ impl Run<'_, '_> {
     /// covers nothing and is dropped).
     #[inline(always)]
     fn emit(&mut self) -> Option<()> {
-        if self.loc >= self.program.pc_end {
-            return Some(());
-        }
-        let off = self.loc.checked_sub(self.program.pc_begin)?;
-        if off >= 1 << 24 {
-            return None;
-        }
-        let [a, b, c] = self.row;
-        *self.rows.get_mut(self.n)? = [a, b, c | off << 8];
-        self.n += 1;
-        Some(())
+        emit(self.program, self.rows, &mut self.n, self.row, self.loc)
     }
 
     /// Runs `insns` (at `addr`) to their end; a CIE's (`IN_CIE`) may not move or use the
@@ -253,6 +285,10 @@ impl Run<'_, '_> {
         let end = insns.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
         let mut ran = u32::try_from(insns.len() - end).ok()?;
         let mut c = Cursor::new(insns.get(..end)?, addr);
+        // What the common instructions change is kept in locals, which stay in registers:
+        // `extended`, out of line, sees it through `self`, written back around its call.
+        let (mut row, mut loc, mut n) = (self.row, self.loc, self.n);
+        let code_align = self.program.cie.code_align;
         while !c.is_empty() {
             ran = ran.wrapping_add(1);
             let op = c.u8().ok()?;
@@ -265,39 +301,58 @@ impl Run<'_, '_> {
             // The instructions of most FDEs here, the others in `extended`.
             match op {
                 // DW_CFA_advance_loc
-                0x40..=0x7f => self.advance(low)?,
+                0x40..=0x7f => {
+                    let to = loc.checked_add(low.checked_mul(code_align)?)?;
+                    if to > loc {
+                        emit(self.program, self.rows, &mut n, row, loc)?;
+                    }
+                    loc = to;
+                }
                 // DW_CFA_offset
                 0x80..=0xbf => {
                     let off = self.factored_u(c.uleb().ok()?)?;
-                    self.set_offset(low, OFFSET, off)?;
+                    at_place(low, |at| {
+                        set_rule(&mut row, at, OFFSET, i32::try_from(off).ok()? as u32);
+                        Some(())
+                    })?;
                 }
                 // DW_CFA_restore
-                0xc0..=0xff => self.restore(low),
+                0xc0..=0xff => {
+                    let initial = &self.initial;
+                    at_place(low, |at| {
+                        let (tag, v) = rule_at(initial, at);
+                        set_rule(&mut row, at, tag, v);
+                        Some(())
+                    })?;
+                }
                 // DW_CFA_nop
                 0x00 => {}
                 // DW_CFA_def_cfa_offset
                 0x0e => {
                     let offset = i64::try_from(c.uleb().ok()?).ok()?;
-                    self.set_cfa(None, Some(offset))?;
+                    set_cfa(&mut row, None, Some(offset))?;
                 }
                 // DW_CFA_remember_state
                 0x0a => {
-                    *self.stack.get_mut(self.depth)? = self.row;
+                    *self.stack.get_mut(self.depth)? = row;
                     self.depth += 1;
                 }
                 // DW_CFA_restore_state
                 0x0b => {
                     self.depth = self.depth.checked_sub(1)?;
-                    self.row = *self.stack.get(self.depth)?;
+                    row = *self.stack.get(self.depth)?;
                 }
                 // On a copy: the loop's cursor, never lent, stays in registers.
                 _ => {
+                    (self.row, self.loc, self.n) = (row, loc, n);
                     let mut rest = c;
                     self.extended(op, &mut rest)?;
                     c = rest;
+                    (row, loc, n) = (self.row, self.loc, self.n);
                 }
             }
         }
+        (self.row, self.loc, self.n) = (row, loc, n);
         budget.insns = budget.insns.checked_sub(ran)?;
         Some(())
     }

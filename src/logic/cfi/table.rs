@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 use super::cursor::Cursor;
+use super::elf::Object;
 use super::pointer::fixed_size;
 use super::pointer::read_encoded;
 use super::pointer::read_encoded_at;
@@ -40,6 +41,16 @@ pub struct Hdr {
     pub table: u64,
     /// Bytes per value (an entry is two values).
     pub value_size: u8,
+}
+
+/// What a file's headers say, as the unwinder's caches keep it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableInfo {
+    /// Its segments and entry point.
+    pub object: Object,
+    /// Its `.eh_frame_hdr`, in its own addresses; `None` when it has no usable one (its
+    /// frames use the frame-pointer rule).
+    pub hdr: Option<Hdr>,
 }
 
 /// One table entry: an FDE and the first address it covers.
