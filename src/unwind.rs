@@ -19,6 +19,7 @@ use crate::ffi;
 use crate::logic::cfi::step::{Regs, Scratch};
 use crate::logic::cfi::{CfiError, Memory};
 use crate::logic::frames::name_cookie;
+use crate::logic::frames::FileId;
 use crate::logic::ftable::{self, Add};
 use crate::logic::unwinder::{unwind, Caches, End, Region, Task, MAX_FRAMES};
 use crate::stack::{self, Ip, KnownVma, COOKIES};
@@ -130,6 +131,9 @@ struct Current<'k> {
     /// The file mappings looked up, for the translation.
     known: [KnownVma; KNOWN],
     nr_known: usize,
+    /// The last file identity given a cookie, and its cookie: the object opened for a
+    /// row miss is mostly the file of the mapping just looked up.
+    last_file: (FileId, u64),
     /// The files' tables the stack holds, and the next one to let go of for another.
     held: [Held; HELD],
     next_held: usize,
@@ -241,6 +245,15 @@ fn read_object(
 }
 
 impl Current<'_> {
+    /// The cookie of the file `id`.
+    #[inline]
+    fn file_cookie(&mut self, id: &FileId) -> u64 {
+        if self.last_file.0 != *id || self.last_file.1 == 0 {
+            self.last_file = (*id, COOKIES.cookie(id, &self.keys.file));
+        }
+        self.last_file.1
+    }
+
     /// Whether `addr..addr + len` lies in mappings of ordinary memory (asked of the
     /// kernel for a mapping not seen yet in this stack).
     fn is_ordinary(&mut self, addr: u64, len: usize) -> bool {
@@ -342,7 +355,7 @@ impl Task for Current<'_> {
         }
         let key = match r.kind {
             ffi::UU_REGION_FILE => {
-                let cookie = COOKIES.cookie(&r.id, &self.keys.file);
+                let cookie = self.file_cookie(&r.id);
                 if let Some(slot) = self.known.get_mut(self.nr_known) {
                     *slot = KnownVma {
                         start: r.start,
@@ -380,7 +393,7 @@ impl Task for Current<'_> {
             return Err(CfiError::Read);
         }
         let key = match o.kind {
-            ffi::UU_REGION_FILE => COOKIES.cookie(&o.id, &self.keys.file),
+            ffi::UU_REGION_FILE => self.file_cookie(&o.id),
             _ => name_cookie(b"[vdso]", &self.keys.name),
         };
         self.object = Some(o);
@@ -529,6 +542,7 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         object_block_at: u64::MAX,
         known: [KnownVma::default(); KNOWN],
         nr_known: 0,
+        last_file: (FileId::default(), 0),
         held: [Held::NONE; HELD],
         next_held: 0,
         pending: Held::NONE,
