@@ -71,22 +71,26 @@ pub fn index_words(count: usize) -> usize {
     spans(count).div_ceil(2)
 }
 
+// The parts of a table's layout. Used only for a `count` whose table's [`words`] were
+// found (`View::new`, `init`), a checked sum larger than each of them: they cannot
+// overflow, and wrap rather than carry the kernel's overflow checks on every lookup.
+
 /// The first word of the search index (see the layout) of a table of `count` FDEs.
 #[inline]
 fn index_start(count: usize) -> usize {
-    HEAD + count
+    HEAD.wrapping_add(count)
 }
 
 /// The first of the FDE words of a table of `count` FDEs.
 #[inline]
 fn fde_words(count: usize) -> usize {
-    index_start(count) + index_words(count)
+    index_start(count).wrapping_add(index_words(count))
 }
 
 /// The first of the rows' words of a table of `count` FDEs.
 #[inline]
 fn row_words(count: usize) -> usize {
-    fde_words(count) + count
+    fde_words(count).wrapping_add(count)
 }
 
 /// The words a table of `count` FDEs and room for `cap` rows takes.
@@ -218,11 +222,12 @@ impl<'w> View<'w> {
         // an entry at or below `vaddr`.
         let (mut base, mut size) = self.bounds(vaddr);
         while size > 1 {
+            // Within `base..base + size`, inside the table: no overflow.
             let half = size / 2;
-            if at_or_below(base + half) {
-                base += half;
+            if at_or_below(base.wrapping_add(half)) {
+                base = base.wrapping_add(half);
             }
-            size -= half;
+            size = size.wrapping_sub(half);
         }
         at_or_below(base).then_some(base)
     }
@@ -257,23 +262,27 @@ impl<'w> View<'w> {
         if off >= len || n == 0 || first.checked_add(n)? > self.cap {
             return None;
         }
-        let at = |r: usize| row_words(self.count) + 3 * (first + r);
-        let start = |r: usize| (self.word(at(r) + 2) >> 8) & 0xff_ffff;
+        // The FDE's rows, three words each. The sums cannot overflow: `View::new` found
+        // the table's `words(count, cap)` words, and `first + n <= cap`; they wrap rather
+        // than carry the kernel's overflow checks, and `get` checks every index anyway.
+        let at = row_words(self.count).wrapping_add(first.wrapping_mul(3));
+        let kept = self.w.get(at..at.wrapping_add(n.wrapping_mul(3)))?;
+        let word = |i: usize| kept.get(i).map_or(0, |w| w.load(Ordering::Relaxed));
         // The last row starting at or below `off`; the first starts at 0.
-        let (mut lo, mut hi) = (1, n);
+        let (mut lo, mut hi) = (1usize, n);
         while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if start(mid) <= off {
-                lo = mid + 1;
+            let mid = lo.wrapping_add(hi.wrapping_sub(lo) / 2);
+            if (word(mid.wrapping_mul(3).wrapping_add(2)) >> 8) & 0xff_ffff <= off {
+                lo = mid.wrapping_add(1);
             } else {
                 hi = mid;
             }
         }
-        let r = at(lo - 1);
+        let r = lo.wrapping_sub(1).wrapping_mul(3);
         Some([
-            self.word(r),
-            self.word(r + 1),
-            self.word(r + 2) & !0xffff_ff00,
+            word(r),
+            word(r.wrapping_add(1)),
+            word(r.wrapping_add(2)) & !0xffff_ff00,
         ])
     }
 }
