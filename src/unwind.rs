@@ -16,12 +16,12 @@
 //! faulting a page in) it records the kernel's frame-pointer stack instead.
 
 use crate::ffi;
-use crate::logic::cfi::step::{Regs, Scratch};
+use crate::logic::cfi::step::Regs;
 use crate::logic::cfi::{CfiError, Memory};
 use crate::logic::frames::name_cookie;
 use crate::logic::frames::FileId;
 use crate::logic::ftable::{self, Add};
-use crate::logic::unwinder::{unwind, Caches, End, Region, Task, MAX_FRAMES};
+use crate::logic::unwinder::{unwind, Caches, End, Region, Task, Workspace, MAX_FRAMES};
 use crate::stack::{self, Ip, KnownVma, COOKIES};
 use crate::stats::{self, Stat};
 use crate::Keys;
@@ -40,7 +40,7 @@ const POOL_SLOTS: usize = 8;
 
 /// What one unwind works in.
 struct Work {
-    scratch: Scratch,
+    space: Workspace,
     ips: [u64; MAX_FRAMES],
     block: [u8; BLOCK],
     object_block: [u8; BLOCK],
@@ -68,7 +68,7 @@ impl PoolSlot {
         PoolSlot {
             busy: AtomicBool::new(false),
             work: UnsafeCell::new(Work {
-                scratch: Scratch::new(),
+                space: Workspace::new(),
                 ips: [0; MAX_FRAMES],
                 block: [0; BLOCK],
                 object_block: [0; BLOCK],
@@ -561,7 +561,7 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         start,
         user_end,
         &CACHES,
-        &mut work.scratch,
+        &mut work.space,
         &mut work.ips,
     );
     stats::add(Stat::UnwindStacks, 1);

@@ -10,9 +10,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
-use user_unwind_logic::logic::cfi::step::{Regs, Scratch};
+use user_unwind_logic::logic::cfi::step::Regs;
 use user_unwind_logic::logic::cfi::{CfiError, Memory, Slice};
-use user_unwind_logic::logic::unwinder::{unwind, Caches, End, Region, Task};
+use user_unwind_logic::logic::unwinder::{unwind, Caches, End, Region, Task, Workspace};
 
 /// Where the image is mapped (a page above the guard below it) and the stack.
 const BASE: u64 = 0x7f00_0000_1000;
@@ -114,7 +114,7 @@ fn hostile_tables_end_at_their_frame() {
         stack[8..16].copy_from_slice(&LOADER_RET.to_le_bytes());
         let mut task = Hostile { file: &file, stack };
         let caches = Caches::new();
-        let mut scratch = Scratch::new();
+        let mut work = Workspace::new();
         // The system call's return point, and (looked up as is) the call's return address.
         for at in [0x113u64, 0x10a] {
             for pass in ["cold", "warm"] {
@@ -126,7 +126,7 @@ fn hostile_tables_end_at_their_frame() {
                 };
                 let mut ips = [0u64; 8];
                 let (n, end, counts) =
-                    unwind(&mut task, regs, 1 << 47, &caches, &mut scratch, &mut ips);
+                    unwind(&mut task, regs, 1 << 47, &caches, &mut work, &mut ips);
                 let ok = match outcome.as_str() {
                     "chain" => (n, end) == (2, End::Complete) && ips[1] == LOADER_RET,
                     _ => {
@@ -176,7 +176,7 @@ fn a_rewritten_file_needs_its_own_rows() {
             regs,
             1 << 47,
             caches,
-            &mut Scratch::new(),
+            &mut Workspace::new(),
             &mut ips,
         );
         (n, end, ips[1])
@@ -216,8 +216,8 @@ fn an_entry_point_without_fde_is_the_root() {
             bp,
             bx: 0,
         };
-        let (caches, mut scratch) = (Caches::new(), Scratch::new());
-        let (n, end, _) = unwind(&mut task, regs, 1 << 47, &caches, &mut scratch, &mut ips);
+        let (caches, mut work) = (Caches::new(), Workspace::new());
+        let (n, end, _) = unwind(&mut task, regs, 1 << 47, &caches, &mut work, &mut ips);
         (n, end)
     };
     assert_eq!(unwind_at(ENTRY + 5, 0), (1, End::Complete));

@@ -15,10 +15,10 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::FileExt;
 use std::process::{Command, Stdio};
 use user_unwind_logic::logic::cfi::elf::find_eh_frame_hdr;
-use user_unwind_logic::logic::cfi::step::{step, Regs, Scratch, Step};
+use user_unwind_logic::logic::cfi::step::{step, Regs, Step};
 use user_unwind_logic::logic::cfi::table::Hdr;
 use user_unwind_logic::logic::cfi::{Budget, CfiError, Memory};
-use user_unwind_logic::logic::unwinder::{unwind, Caches, End, Region, Task};
+use user_unwind_logic::logic::unwinder::{unwind, Caches, End, Region, Task, Workspace};
 
 /// The task's memory, through `/proc/PID/mem`.
 struct ProcMem(File);
@@ -203,7 +203,7 @@ fn stop_and_unwind(prog: &str, args: &[&str]) -> Option<(std::process::Child, Ve
     let maps = maps(pid);
     let mut mem = ProcMem(File::open(format!("/proc/{pid}/mem")).expect("/proc/PID/mem"));
     let mut budget = Budget::default();
-    let mut scratch = Scratch::new();
+    let mut work = Workspace::new();
     let mut r = Regs {
         ip: regs.rip,
         sp: regs.rsp,
@@ -218,7 +218,7 @@ fn stop_and_unwind(prog: &str, args: &[&str]) -> Option<(std::process::Child, Ve
             println!("{prog}: no .eh_frame_hdr for {pc:#x}");
             break;
         };
-        match step(&mut mem, &mut budget, &hdr, &r, exact, &mut scratch) {
+        match step(&mut mem, &mut budget, &hdr, &r, exact, &mut work.scratch) {
             Ok(Step::Caller { regs, exact_ip }) => {
                 pcs.push(regs.ip);
                 r = regs;
@@ -254,7 +254,7 @@ fn stop_and_unwind(prog: &str, args: &[&str]) -> Option<(std::process::Child, Ve
             object: None,
         };
         let mut ips = [0u64; 64];
-        let (n, end, counts) = unwind(&mut task, start, 1 << 47, &caches, &mut scratch, &mut ips);
+        let (n, end, counts) = unwind(&mut task, start, 1 << 47, &caches, &mut work, &mut ips);
         println!("{prog}: driver pass {pass}: {n} frames, {end:?}, {counts:?}");
         assert_eq!(
             &ips[..n],

@@ -25,7 +25,7 @@ use user_unwind_logic::logic::cfi::step::{find_in_fde, Scratch};
 use user_unwind_logic::logic::cfi::table::Hdr;
 use user_unwind_logic::logic::cfi::Budget;
 use user_unwind_logic::logic::ftable::View;
-use user_unwind_logic::logic::unwinder::{row_at, Caches, Region};
+use user_unwind_logic::logic::unwinder::{row_at, Caches, Region, Workspace};
 
 /// What one file gave.
 #[derive(Default, Debug)]
@@ -118,7 +118,7 @@ fn compare_file(path: &str) -> Counts {
     let mut scratch = Scratch::new();
     let mut file = FileTask::new(&data);
     let caches = Box::new(Caches::new());
-    let mut table_scratch = Box::new(Scratch::new());
+    let mut table_work = Box::new(Workspace::new());
     const KEY: u64 = 0x5eed;
     let offsets = ElfMemory::new(&data);
     // The row of `pc` through the file's table, the file mapped so that `pc`'s page
@@ -133,7 +133,7 @@ fn compare_file(path: &str) -> Counts {
             offset: 0,
             key: Some(KEY),
         };
-        row_at(file, &caches, &mut table_scratch, &region, pc)
+        row_at(file, &caches, &mut table_work, &region, pc)
     };
     while let Some(entry) = entries.next().expect("gimli walks .eh_frame") {
         let CieOrFde::Fde(partial) = entry else {

@@ -14,12 +14,12 @@ use user_unwind_logic::logic::cfi::cie::load_entry;
 use user_unwind_logic::logic::cfi::elf::find_eh_frame_hdr;
 use user_unwind_logic::logic::cfi::fde::cie_addr;
 use user_unwind_logic::logic::cfi::machine::{Cfa, Row, Rule};
-use user_unwind_logic::logic::cfi::step::{Regs, Scratch};
+use user_unwind_logic::logic::cfi::step::Regs;
 use user_unwind_logic::logic::cfi::table::Hdr;
 use user_unwind_logic::logic::cfi::Budget;
 use user_unwind_logic::logic::cfi::{CfiError, Memory, Slice};
 use user_unwind_logic::logic::ftable::View;
-use user_unwind_logic::logic::unwinder::{row_at, unwind, Caches, End, Region, Task};
+use user_unwind_logic::logic::unwinder::{row_at, unwind, Caches, End, Region, Task, Workspace};
 
 const SP: u64 = 0x7ffc_0000;
 const LIBC: &str = "/lib/x86_64-linux-gnu/libc.so.6";
@@ -78,7 +78,7 @@ fn warm_stack_of_129_frames() {
     let row = rsp_row(16);
     caches.rows.put(5, 0x149f, &row);
     caches.rows.put(5, 0x1400, &row);
-    let mut scratch = Scratch::new();
+    let mut work = Workspace::new();
     let mut ips = vec![0u64; 511];
     let n: usize = std::env::var("UU_ITER")
         .ok()
@@ -95,7 +95,7 @@ fn warm_stack_of_129_frames() {
             bp: 0,
             bx: 0,
         };
-        let (got, end, counts) = unwind(&mut t, regs, 1 << 47, &caches, &mut scratch, &mut ips);
+        let (got, end, counts) = unwind(&mut t, regs, 1 << 47, &caches, &mut work, &mut ips);
         assert_eq!((got, end), (FRAMES, End::Complete));
         assert_eq!(counts.row_misses, 0);
     }
@@ -115,7 +115,7 @@ fn libc_entries(data: &[u8], region: &Region, n: u64) -> Vec<u64> {
     let entered = rsp_row(8);
     let mut probe = common::FileTask::new(data);
     let caches = Box::new(Caches::new());
-    let mut scratch = Box::new(Scratch::new());
+    let mut work = Box::new(Workspace::new());
     let mut pcs = Vec::new();
     for k in 0..n {
         let i = k * hdr.count / n.max(1);
@@ -123,7 +123,7 @@ fn libc_entries(data: &[u8], region: &Region, n: u64) -> Vec<u64> {
         mem.read(hdr.table + 8 * i, &mut b)
             .expect("the search table");
         let pc = hdr.addr.wrapping_add(i32::from_le_bytes(b) as u64);
-        let row = row_at(&mut probe, &caches, &mut scratch, region, pc);
+        let row = row_at(&mut probe, &caches, &mut work, region, pc);
         if mem.file_offset(pc) == Some(pc) && row == Ok(Some(entered)) {
             pcs.push(pc);
         }
@@ -156,7 +156,7 @@ fn first_sight_on_libc() {
     };
     let pcs = libc_entries(&data, &region, n);
     let caches = Box::new(Caches::new());
-    let mut scratch = Box::new(Scratch::new());
+    let mut work = Box::new(Workspace::new());
     let mut file = common::FileTask::new(&data);
     file.region = Some(region);
     // Frame i's return address (into frame i + 1) at SP + 8 i; the last returns to 0.
@@ -180,7 +180,7 @@ fn first_sight_on_libc() {
             bp: 1,
             bx: 0,
         };
-        let (got, end, counts) = unwind(&mut file, regs, 1 << 47, &caches, &mut scratch, &mut ips);
+        let (got, end, counts) = unwind(&mut file, regs, 1 << 47, &caches, &mut work, &mut ips);
         assert_eq!((got, end), (chunk.len(), End::Complete), "{counts:?}");
         assert_eq!(
             &ips[..got],
@@ -250,7 +250,7 @@ fn the_last_cie_serves_the_next_stack_only_once_proven_settled() {
         "{with_c:x?} {with_d:x?}"
     );
     let caches = Box::new(Caches::new());
-    let mut scratch = Box::new(Scratch::new());
+    let mut work = Box::new(Workspace::new());
     let mut file = common::FileTask::new(&data);
     file.region = Some(region);
     let ret0 = 0u64.to_le_bytes();
@@ -269,7 +269,7 @@ fn the_last_cie_serves_the_next_stack_only_once_proven_settled() {
             bp: 1,
             bx: 0,
         };
-        let (n, end, counts) = unwind(file, regs, 1 << 47, &caches, &mut scratch, &mut ips);
+        let (n, end, counts) = unwind(file, regs, 1 << 47, &caches, &mut work, &mut ips);
         assert_eq!(
             (n, end, counts.row_misses),
             (1, End::Complete, 1),
@@ -309,7 +309,7 @@ fn the_file_description_serves_the_next_stack_only_once_proven_settled() {
     let at = find_eh_frame_hdr(&mut mem, &mut budget, base).expect("libc's PT_GNU_EH_FRAME");
     let hdr = Hdr::parse(&mut mem, &mut budget, at).expect("libc's .eh_frame_hdr");
     let caches = Box::new(Caches::new());
-    let mut scratch = Box::new(Scratch::new());
+    let mut work = Box::new(Workspace::new());
     let mut file = common::FileTask::new(&data);
     file.region = Some(region);
     let ret0 = 0u64.to_le_bytes();
@@ -327,13 +327,13 @@ fn the_file_description_serves_the_next_stack_only_once_proven_settled() {
             bp: 1,
             bx: 0,
         };
-        let (n, end, counts) = unwind(file, regs, 1 << 47, &caches, &mut scratch, &mut ips);
+        let (n, end, counts) = unwind(file, regs, 1 << 47, &caches, &mut work, &mut ips);
         assert_eq!(
             (n, end, counts.row_misses),
             (1, End::Complete, 1),
             "{pc:#x}"
         );
-        scratch.info.map(|(key, info)| (key, info.hdr))
+        work.info.map(|(key, info)| (key, info.hdr))
     };
     assert_eq!(kept(&mut file, true, pcs[0]), Some((KEY, Some(hdr))));
     // Served from the last stack, kept again.
@@ -414,7 +414,7 @@ fn a_stack_through_two_objects_whose_cies_share_an_address() {
         bytes: &stack,
     };
     let caches = Box::new(Caches::new());
-    let mut scratch = Box::new(Scratch::new());
+    let mut work = Box::new(Workspace::new());
     let want: Vec<u64> = (0..pcs.len()).map(|i| pc(i) + u64::from(i > 0)).collect();
     for pass in ["at first sight", "from the tables"] {
         let mut ips = vec![0u64; 511];
@@ -424,7 +424,7 @@ fn a_stack_through_two_objects_whose_cies_share_an_address() {
             bp: 1,
             bx: 0,
         };
-        let (got, end, counts) = unwind(&mut file, regs, 1 << 47, &caches, &mut scratch, &mut ips);
+        let (got, end, counts) = unwind(&mut file, regs, 1 << 47, &caches, &mut work, &mut ips);
         assert_eq!((got, end), (pcs.len(), End::Complete), "{pass}: {counts:?}");
         assert_eq!(&ips[..got], &want[..], "{pass}");
         caches.rows.clear();
@@ -480,7 +480,7 @@ fn random_memory_never_hangs_or_panics() {
     let mut image = vec![0u8; 8192];
     let mut stack = vec![0u8; 4096];
     let mut ips = vec![0u64; 511];
-    let mut scratch = Scratch::new();
+    let mut work = Workspace::new();
     let mut frames = 0;
     for round in 0..3000 {
         let caches = Caches::new();
@@ -524,7 +524,7 @@ fn random_memory_never_hangs_or_panics() {
             bx: next(),
         };
         for _ in 0..2 {
-            let (n, _, _) = unwind(&mut t, regs, 1 << 47, &caches, &mut scratch, &mut ips);
+            let (n, _, _) = unwind(&mut t, regs, 1 << 47, &caches, &mut work, &mut ips);
             assert!(n <= ips.len());
             frames += n;
         }

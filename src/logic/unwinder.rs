@@ -715,6 +715,34 @@ struct Seen {
     key: u64,
 }
 
+/// What an unwinder's stacks work in, one stack at a time: the lookups' buffers, and
+/// what a stack leaves the next.
+pub struct Workspace {
+    /// The lookups' buffers.
+    pub scratch: Scratch,
+    /// The description of the file whose rows the last stack looked up last, with its
+    /// key: a file's identity is its content, so its description never changes, and the
+    /// next stack through the same file need not decode it again. Kept only when every
+    /// read of the stack that used it proved settled.
+    pub info: Option<(u64, TableInfo)>,
+}
+
+impl Workspace {
+    /// Zeroed buffers, nothing kept.
+    pub const fn new() -> Workspace {
+        Workspace {
+            scratch: Scratch::new(),
+            info: None,
+        }
+    }
+}
+
+impl Default for Workspace {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// The per-stack state of an unwind. Small, and moved as little as possible: a stack seen
 /// before costs per frame a look at the last mapping, a row cache probe and the loads of
 /// the row.
@@ -738,10 +766,8 @@ struct Unwind<'a, T: Task> {
     /// The key of the object open for row misses (0: none).
     open: u64,
     /// The description of the file whose key it holds, from its table or its headers
-    /// (decoded once rather than at each row cache miss: a file's identity is its
-    /// content, so its description never changes; the last stack's, in
-    /// [`Scratch::info`], serves the next).
-    info: Option<(u64, TableInfo)>,
+    /// ([`Workspace::info`]).
+    info: &'a mut Option<(u64, TableInfo)>,
     /// The FDE whose rows the lookup parsed to keep in the file's table, if what it read
     /// proves settled: its index, its rows in `scratch.rows` if all are kept (`None`: it
     /// is marked not to keep), the bytes it covers.
@@ -754,11 +780,12 @@ struct Unwind<'a, T: Task> {
 }
 
 impl<'a, T: Task> Unwind<'a, T> {
-    fn new(task: &'a mut T, caches: &'a Caches, scratch: &'a mut Scratch) -> Self {
+    fn new(task: &'a mut T, caches: &'a Caches, work: &'a mut Workspace) -> Self {
         Unwind {
             task,
             caches,
-            scratch,
+            scratch: &mut work.scratch,
+            info: &mut work.info,
             budget: Budget::DEFAULT,
             last: Seen::default(),
             memo: [Seen::default(); MEMO],
@@ -766,7 +793,6 @@ impl<'a, T: Task> Unwind<'a, T> {
             last_pc: u64::MAX,
             next: 0,
             open: 0,
-            info: None,
             add: None,
             row: EMPTY_ROW,
             packed: [0; 3],
@@ -865,12 +891,8 @@ impl<'a, T: Task> Unwind<'a, T> {
         let Some(view) = self.task.table(key).and_then(View::new) else {
             return Kept::Unknown;
         };
-        if !matches!(self.info, Some((k, _)) if k == key) {
-            // The last stack's, if it read the same file: its description never changes.
-            self.info = match self.scratch.info.take() {
-                Some((k, info)) if k == key => Some((k, info)),
-                _ => info_of(&view.info()).map(|info| (key, info)),
-            };
+        if !matches!(*self.info, Some((k, _)) if k == key) {
+            *self.info = info_of(&view.info()).map(|info| (key, info));
         }
         let Some((_, info)) = &self.info else {
             return Kept::Unknown;
@@ -1058,14 +1080,12 @@ impl<'a, T: Task> Unwind<'a, T> {
         }
     }
 
-    /// Ends the stack: closes the object, and keeps the description of the file it read
-    /// last for the next stack if every lookup proved what it read settled.
+    /// Ends the stack: closes the object, and forgets the description of the file it read
+    /// last unless every lookup proved what it read settled.
     fn end(&mut self) {
         self.close();
-        if self.counts.unsettled == 0 {
-            if let Some(info) = self.info.take() {
-                self.scratch.info = Some(info);
-            }
+        if self.counts.unsettled != 0 {
+            *self.info = None;
         }
     }
 
@@ -1105,7 +1125,7 @@ impl<'a, T: Task> Unwind<'a, T> {
         };
         match self.indexed(key, &info, &hdr, vaddr)? {
             Indexed::Fde(i, entry, keep) => {
-                self.info = Some((key, info));
+                *self.info = Some((key, info));
                 let lookup = self.parse_fde(key, (i, entry, keep), vaddr, bp)?;
                 return Ok((lookup, read));
             }
@@ -1227,11 +1247,11 @@ impl<'a, T: Task> Unwind<'a, T> {
 pub fn row_at<T: Task>(
     task: &mut T,
     caches: &Caches,
-    scratch: &mut Scratch,
+    work: &mut Workspace,
     region: &Region,
     pc: u64,
 ) -> Result<Option<Row>, CfiError> {
-    let mut u = Unwind::new(task, caches, scratch);
+    let mut u = Unwind::new(task, caches, work);
     let seen = Seen {
         start: region.start,
         end: region.end,
@@ -1258,10 +1278,10 @@ pub fn unwind<T: Task>(
     regs: Regs,
     user_end: u64,
     caches: &Caches,
-    scratch: &mut Scratch,
+    work: &mut Workspace,
     ips: &mut [u64],
 ) -> (usize, End, Counts) {
-    let mut u = Unwind::new(task, caches, scratch);
+    let mut u = Unwind::new(task, caches, work);
     let mut regs = regs;
     let mut exact = true;
     let mut n = 0;
@@ -1521,7 +1541,7 @@ mod tests {
             stack: &buf,
         };
         let caches = Caches::new();
-        let mut scratch = Scratch::new();
+        let mut work = Workspace::new();
         let regs = Regs {
             ip: 0x40_2000,
             sp: SP,
@@ -1529,17 +1549,17 @@ mod tests {
             bx: 0,
         };
         let mut ips = [0u64; 8];
-        let (n, end, counts) = unwind(&mut t, regs, 1 << 47, &caches, &mut scratch, &mut ips);
+        let (n, end, counts) = unwind(&mut t, regs, 1 << 47, &caches, &mut work, &mut ips);
         assert_eq!((n, end), (2, End::Complete));
         assert_eq!(&ips[..2], &[0x40_2000, 0x40_1000]);
         assert_eq!(counts.fp, 2);
-        let (n, end, _) = unwind(&mut t, regs, 1 << 47, &caches, &mut scratch, &mut ips[..1]);
+        let (n, end, _) = unwind(&mut t, regs, 1 << 47, &caches, &mut work, &mut ips[..1]);
         assert_eq!((n, end), (1, End::Limit));
-        let (n, end, _) = unwind(&mut t, regs, 0x40_1800, &caches, &mut scratch, &mut ips);
+        let (n, end, _) = unwind(&mut t, regs, 0x40_1800, &caches, &mut work, &mut ips);
         assert_eq!((n, end), (1, End::NotUser));
         assert_eq!(ips[0], 0x40_2000);
         let bad = Regs { bp: SP - 8, ..regs };
-        let (n, end, _) = unwind(&mut t, bad, 1 << 47, &caches, &mut scratch, &mut ips);
+        let (n, end, _) = unwind(&mut t, bad, 1 << 47, &caches, &mut work, &mut ips);
         assert_eq!((n, end), (1, End::BadFrame));
     }
 
@@ -1584,7 +1604,7 @@ mod tests {
             regs,
             1 << 47,
             &Caches::new(),
-            &mut Scratch::new(),
+            &mut Workspace::new(),
             &mut ips,
         );
         assert_eq!((n, end), (1, End::Read));

@@ -43,7 +43,6 @@ use super::packed::Packed;
 use super::packed::PackedStack;
 use super::read_u64;
 use super::table::Hdr;
-use super::table::TableInfo;
 use super::Budget;
 use super::CfiError;
 use super::Memory;
@@ -77,10 +76,6 @@ pub struct Scratch {
     pub remembered: Remembered,
     /// The same for its packed rows.
     pub packed: PackedStack,
-    /// The description of the file whose rows the last stack read last, with its key:
-    /// kept for the next stack only when every read of that stack proved settled (the
-    /// unwinder's).
-    pub info: Option<(u64, TableInfo)>,
 }
 
 impl Scratch {
@@ -93,7 +88,6 @@ impl Scratch {
             last_cie: LastCie::new(),
             remembered: NO_ROWS,
             packed: [[0; 3]; MAX_REMEMBER],
-            info: None,
         }
     }
 }
