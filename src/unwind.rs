@@ -19,7 +19,6 @@ use crate::ffi;
 use crate::logic::cfi::step::Regs;
 use crate::logic::cfi::{CfiError, Memory};
 use crate::logic::frames::name_cookie;
-use crate::logic::frames::FileId;
 use crate::logic::ftable::{self, Add};
 use crate::logic::unwinder::{unwind, Caches, End, Region, Task, Workspace, MAX_FRAMES};
 use crate::stack::{self, Ip, KnownVma, COOKIES};
@@ -131,9 +130,6 @@ struct Current<'k> {
     /// The file mappings looked up, for the translation.
     known: [KnownVma; KNOWN],
     nr_known: usize,
-    /// The last file identity given a cookie, and its cookie: the object opened for a
-    /// row miss is mostly the file of the mapping just looked up.
-    last_file: (FileId, u64),
     /// The files' tables the stack holds, and the next one to let go of for another.
     held: [Held; HELD],
     next_held: usize,
@@ -245,15 +241,6 @@ fn read_object(
 }
 
 impl Current<'_> {
-    /// The cookie of the file `id`.
-    #[inline]
-    fn file_cookie(&mut self, id: &FileId) -> u64 {
-        if self.last_file.0 != *id || self.last_file.1 == 0 {
-            self.last_file = (*id, COOKIES.cookie(id, &self.keys.file));
-        }
-        self.last_file.1
-    }
-
     /// Whether `addr..addr + len` lies in mappings of ordinary memory (asked of the
     /// kernel for a mapping not seen yet in this stack).
     fn is_ordinary(&mut self, addr: u64, len: usize) -> bool {
@@ -355,7 +342,7 @@ impl Task for Current<'_> {
         }
         let key = match r.kind {
             ffi::UU_REGION_FILE => {
-                let cookie = self.file_cookie(&r.id);
+                let cookie = COOKIES.cookie(&r.id, &self.keys.file);
                 if let Some(slot) = self.known.get_mut(self.nr_known) {
                     *slot = KnownVma {
                         start: r.start,
@@ -393,7 +380,7 @@ impl Task for Current<'_> {
             return Err(CfiError::Read);
         }
         let key = match o.kind {
-            ffi::UU_REGION_FILE => self.file_cookie(&o.id),
+            ffi::UU_REGION_FILE => COOKIES.cookie(&o.id, &self.keys.file),
             _ => name_cookie(b"[vdso]", &self.keys.name),
         };
         self.object = Some(o);
@@ -542,7 +529,6 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         object_block_at: u64::MAX,
         known: [KnownVma::default(); KNOWN],
         nr_known: 0,
-        last_file: (FileId::default(), 0),
         held: [Held::NONE; HELD],
         next_held: 0,
         pending: Held::NONE,
