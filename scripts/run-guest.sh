@@ -4,7 +4,7 @@
 #
 #   scripts/run-guest.sh [--kernel test|prod|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N]
 #                        [--log FILE] [--append KERNEL_ARGS] [--monitor SOCKET] [--icount]
-#                        -- COMMAND...
+#                        [--plugin PLUGIN[,ARGS]] -- COMMAND...
 #
 # --kernel debian boots Debian's own vmlinuz ($DEBIAN_KERNEL, scripts/stock-kernel.sh) with
 # the module built for it (make module KDIR=debian); --kernel prod the production-config
@@ -17,7 +17,8 @@
 # --monitor puts QEMU's human monitor on the unix socket SOCKET (the stress run injects NMIs
 # through it, with its "nmi" command). --icount runs the guest with QEMU's instruction
 # counter as its clock (-icount shift=0: one nanosecond an instruction), so that the guest's
-# times count instructions, not the host's emulation speed.
+# times count instructions, not the host's emulation speed. --plugin loads a QEMU TCG plugin
+# (scripts/insn-profile.sh's instruction counter).
 #
 # TCG runs the vCPUs on one host thread ($UU_GUEST_TCG_THREAD, default single; multi runs one
 # thread per vCPU): with multi-threaded TCG a vCPU can execute a stale int3 after the kernel's
@@ -28,7 +29,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-usage() { die "usage: run-guest.sh [--kernel test|prod|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N] [--log FILE] [--append KERNEL_ARGS] [--monitor SOCKET] [--icount] -- COMMAND..."; }
+usage() { die "usage: run-guest.sh [--kernel test|prod|debian] [--add HOST_PATH:GUEST_PATH]... [--smp N] [--log FILE] [--append KERNEL_ARGS] [--monitor SOCKET] [--icount] [--plugin PLUGIN[,ARGS]] -- COMMAND..."; }
 adds=() smp=2 log= kernel=test append= extra=()
 while (($#)); do
 	case $1 in
@@ -39,6 +40,7 @@ while (($#)); do
 	--append) [ $# -ge 2 ] || usage; append=" $2"; shift 2 ;;
 	--monitor) [ $# -ge 2 ] || usage; extra+=(-monitor "unix:$2,server,nowait"); shift 2 ;;
 	--icount) extra+=(-icount shift=0); shift ;;
+	--plugin) [ $# -ge 2 ] || usage; extra+=(-plugin "$2"); shift 2 ;;
 	--) shift; break ;;
 	*) usage ;;
 	esac
