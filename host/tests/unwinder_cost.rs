@@ -107,10 +107,7 @@ fn warm_stack_of_129_frames() {
 /// or a signal trampoline's first, which end a stack).
 fn libc_entries(data: &[u8], region: &Region, n: u64) -> Vec<u64> {
     let mut mem = common::ElfMemory::new(data);
-    let mut budget = Budget::default();
-    let base = mem.first_load();
-    let at = find_eh_frame_hdr(&mut mem, &mut budget, base).expect("libc's PT_GNU_EH_FRAME");
-    let hdr = Hdr::parse(&mut mem, &mut budget, at).expect("libc's .eh_frame_hdr");
+    let hdr = libc_hdr(&mut mem);
     let n = n.min(hdr.count);
     let entered = rsp_row(8);
     let mut probe = common::FileTask::new(data);
@@ -131,6 +128,61 @@ fn libc_entries(data: &[u8], region: &Region, n: u64) -> Vec<u64> {
     pcs
 }
 
+/// A mapping of the whole of libc (`data`) at 0, under the file cookie `key`.
+fn libc_region(data: &[u8], key: u64) -> Region {
+    Region {
+        start: 0,
+        end: data.len() as u64,
+        offset: 0,
+        key: Some(key),
+    }
+}
+
+/// libc's `.eh_frame_hdr`, read through `mem`.
+fn libc_hdr(mem: &mut common::ElfMemory) -> Hdr {
+    let mut budget = Budget::default();
+    let base = mem.first_load();
+    let at = find_eh_frame_hdr(mem, &mut budget, base).expect("libc's PT_GNU_EH_FRAME");
+    Hdr::parse(mem, &mut budget, at).expect("libc's .eh_frame_hdr")
+}
+
+/// The return address 0: a single frame's stack.
+static RET0: [u8; 8] = [0; 8];
+
+/// libc (`data`) mapped as `region`, with a stack whose only frame is at a function's
+/// first instruction (its return address is 0).
+fn single_frame_file<'a>(data: &'a [u8], region: Region) -> common::FileTask<'a> {
+    let mut file = common::FileTask::new(data);
+    file.region = Some(region);
+    file.stack = Slice {
+        base: SP,
+        bytes: &RET0,
+    };
+    file
+}
+
+/// Unwinds `file`'s single-frame stack at `pc`, which must be whole and a first sight.
+fn first_sight_frame(
+    file: &mut common::FileTask<'_>,
+    caches: &Caches,
+    work: &mut Workspace,
+    pc: u64,
+) {
+    let regs = Regs {
+        ip: pc,
+        sp: SP,
+        bp: 1,
+        bx: 0,
+    };
+    let mut ips = [0u64; 4];
+    let (n, end, counts) = unwind(file, regs, 1 << 47, caches, work, &mut ips);
+    assert_eq!(
+        (n, end, counts.row_misses),
+        (1, End::Complete, 1),
+        "{pc:#x}"
+    );
+}
+
 /// First sight: stacks through the first addresses of `UU_FDES` (default 200) functions of
 /// libc spread over its `.eh_frame_hdr`, 100 frames a stack, mapped where the file says:
 /// each frame a row cache miss on an FDE the file's table has not seen, which parses the
@@ -148,12 +200,7 @@ fn first_sight_on_libc() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
-    let region = Region {
-        start: 0,
-        end: data.len() as u64,
-        offset: 0,
-        key: Some(KEY),
-    };
+    let region = libc_region(&data, KEY);
     let pcs = libc_entries(&data, &region, n);
     let caches = Box::new(Caches::new());
     let mut work = Box::new(Workspace::new());
@@ -211,19 +258,11 @@ fn first_sight_on_libc() {
 fn the_last_cie_serves_the_next_stack_only_once_proven_settled() {
     const KEY: u64 = 0xc1e;
     let data = std::fs::read(LIBC).expect("libc");
-    let region = Region {
-        start: 0,
-        end: data.len() as u64,
-        offset: 0,
-        key: Some(KEY),
-    };
+    let region = libc_region(&data, KEY);
     let pcs = libc_entries(&data, &region, 400);
     // Each function's CIE, at its file offset.
     let mut mem = common::ElfMemory::new(&data);
-    let mut budget = Budget::default();
-    let base = mem.first_load();
-    let at = find_eh_frame_hdr(&mut mem, &mut budget, base).expect("libc's PT_GNU_EH_FRAME");
-    let hdr = Hdr::parse(&mut mem, &mut budget, at).expect("libc's .eh_frame_hdr");
+    let hdr = libc_hdr(&mut mem);
     let mut cie_of = |pc: u64| {
         let mut budget = Budget::default();
         let fde = hdr.lookup(&mut mem, &mut budget, pc).expect("an FDE").fde;
@@ -251,30 +290,12 @@ fn the_last_cie_serves_the_next_stack_only_once_proven_settled() {
     );
     let caches = Box::new(Caches::new());
     let mut work = Box::new(Workspace::new());
-    let mut file = common::FileTask::new(&data);
-    file.region = Some(region);
-    let ret0 = 0u64.to_le_bytes();
-    file.stack = Slice {
-        base: SP,
-        bytes: &ret0,
-    };
-    let mut ips = [0u64; 4];
+    let mut file = single_frame_file(&data, region);
     // Whether a stack at `pc`, its file settled or not, read the CIE at `cie`.
     let mut reads_cie = |file: &mut common::FileTask<'_>, settled: bool, pc: u64, cie: u64| {
         file.settled = settled;
         file.reads.clear();
-        let regs = Regs {
-            ip: pc,
-            sp: SP,
-            bp: 1,
-            bx: 0,
-        };
-        let (n, end, counts) = unwind(file, regs, 1 << 47, &caches, &mut work, &mut ips);
-        assert_eq!(
-            (n, end, counts.row_misses),
-            (1, End::Complete, 1),
-            "{pc:#x}"
-        );
+        first_sight_frame(file, &caches, &mut work, pc);
         file.reads.contains(&cie)
     };
     // Settled: the first stack reads C, the next ones through C do not.
@@ -296,43 +317,16 @@ fn the_last_cie_serves_the_next_stack_only_once_proven_settled() {
 fn the_file_description_serves_the_next_stack_only_once_proven_settled() {
     const KEY: u64 = 0xde5c;
     let data = std::fs::read(LIBC).expect("libc");
-    let region = Region {
-        start: 0,
-        end: data.len() as u64,
-        offset: 0,
-        key: Some(KEY),
-    };
+    let region = libc_region(&data, KEY);
     let pcs = libc_entries(&data, &region, 20);
-    let mut mem = common::ElfMemory::new(&data);
-    let mut budget = Budget::default();
-    let base = mem.first_load();
-    let at = find_eh_frame_hdr(&mut mem, &mut budget, base).expect("libc's PT_GNU_EH_FRAME");
-    let hdr = Hdr::parse(&mut mem, &mut budget, at).expect("libc's .eh_frame_hdr");
+    let hdr = libc_hdr(&mut common::ElfMemory::new(&data));
     let caches = Box::new(Caches::new());
     let mut work = Box::new(Workspace::new());
-    let mut file = common::FileTask::new(&data);
-    file.region = Some(region);
-    let ret0 = 0u64.to_le_bytes();
-    file.stack = Slice {
-        base: SP,
-        bytes: &ret0,
-    };
-    let mut ips = [0u64; 4];
+    let mut file = single_frame_file(&data, region);
     // The description kept after a stack at `pc`, its file settled or not.
     let mut kept = |file: &mut common::FileTask<'_>, settled: bool, pc: u64| {
         file.settled = settled;
-        let regs = Regs {
-            ip: pc,
-            sp: SP,
-            bp: 1,
-            bx: 0,
-        };
-        let (n, end, counts) = unwind(file, regs, 1 << 47, &caches, &mut work, &mut ips);
-        assert_eq!(
-            (n, end, counts.row_misses),
-            (1, End::Complete, 1),
-            "{pc:#x}"
-        );
+        first_sight_frame(file, &caches, &mut work, pc);
         work.info.map(|(key, info)| (key, info.hdr))
     };
     assert_eq!(kept(&mut file, true, pcs[0]), Some((KEY, Some(hdr))));
