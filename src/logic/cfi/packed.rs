@@ -187,6 +187,26 @@ fn emit(
     Some(())
 }
 
+/// From `loc` to `to`, handing `row`, which ends there, on to `rows` at `n`: the new
+/// location, `None` for a move backwards.
+#[inline(always)]
+fn move_to(
+    program: &Program<'_>,
+    rows: &mut [Packed],
+    n: &mut usize,
+    row: Packed,
+    loc: u64,
+    to: u64,
+) -> Option<u64> {
+    if to < loc {
+        return None;
+    }
+    if to > loc {
+        emit(program, rows, n, row, loc)?;
+    }
+    Some(to)
+}
+
 /// `f` run with the place of `reg`'s rule if it is tracked, a constant in each of its
 /// three inlined copies: a row in locals stays in registers (a place chosen at run time
 /// indexes the row, which then lives in memory).
@@ -198,6 +218,32 @@ fn at_place(reg: u64, f: impl FnOnce(Place) -> Option<()>) -> Option<()> {
         r if r == u64::from(REG_RBX) => f(BX_AT),
         _ => Some(()),
     }
+}
+
+/// Sets `reg`'s rule in `row`, if it is tracked, to `tag` and the value `v` makes (which
+/// the general machine checks only then).
+#[inline(always)]
+fn set_reg(row: &mut Packed, reg: u64, tag: u64, v: impl FnOnce() -> Option<u32>) -> Option<()> {
+    at_place(reg, |at| {
+        set_rule(row, at, tag, v()?);
+        Some(())
+    })
+}
+
+/// Sets `reg`'s rule in `row`, if it is tracked, to `tag` and the offset `off`.
+#[inline(always)]
+fn set_offset(row: &mut Packed, reg: u64, tag: u64, off: i64) -> Option<()> {
+    set_reg(row, reg, tag, || Some(i32::try_from(off).ok()? as u32))
+}
+
+/// Sets `reg`'s rule in `row`, if it is tracked, back to its rule in `initial`.
+#[inline(always)]
+fn restore_reg(row: &mut Packed, initial: &Packed, reg: u64) -> Option<()> {
+    at_place(reg, |at| {
+        let (tag, v) = rule_at(initial, at);
+        set_rule(row, at, tag, v);
+        Some(())
+    })
 }
 
 /// The packed machine's state.
@@ -223,19 +269,14 @@ impl Run<'_, '_> {
         self.factored(i64::try_from(n).ok()?)
     }
 
-    /// Sets `reg`'s rule, if it is tracked, to `tag` and the value `v` makes (which the
-    /// general machine checks only then).
     #[inline(always)]
     fn set(&mut self, reg: u64, tag: u64, v: impl FnOnce() -> Option<u32>) -> Option<()> {
-        if let Some(at) = place(reg) {
-            set_rule(&mut self.row, at, tag, v()?);
-        }
-        Some(())
+        set_reg(&mut self.row, reg, tag, v)
     }
 
     #[inline(always)]
     fn set_offset(&mut self, reg: u64, tag: u64, off: i64) -> Option<()> {
-        self.set(reg, tag, || Some(i32::try_from(off).ok()? as u32))
+        set_offset(&mut self.row, reg, tag, off)
     }
 
     #[inline(always)]
@@ -246,13 +287,14 @@ impl Run<'_, '_> {
     /// Moves to `loc`, handing on the row that ends there.
     #[inline(always)]
     fn move_to(&mut self, loc: u64) -> Option<()> {
-        if loc < self.loc {
-            return None;
-        }
-        if loc > self.loc {
-            self.emit()?;
-        }
-        self.loc = loc;
+        self.loc = move_to(
+            self.program,
+            self.rows,
+            &mut self.n,
+            self.row,
+            self.loc,
+            loc,
+        )?;
         Some(())
     }
 
@@ -303,28 +345,15 @@ impl Run<'_, '_> {
                 // DW_CFA_advance_loc
                 0x40..=0x7f => {
                     let to = loc.checked_add(low.checked_mul(code_align)?)?;
-                    if to > loc {
-                        emit(self.program, self.rows, &mut n, row, loc)?;
-                    }
-                    loc = to;
+                    loc = move_to(self.program, self.rows, &mut n, row, loc, to)?;
                 }
                 // DW_CFA_offset
                 0x80..=0xbf => {
                     let off = self.factored_u(c.uleb().ok()?)?;
-                    at_place(low, |at| {
-                        set_rule(&mut row, at, OFFSET, i32::try_from(off).ok()? as u32);
-                        Some(())
-                    })?;
+                    set_offset(&mut row, low, OFFSET, off)?;
                 }
                 // DW_CFA_restore
-                0xc0..=0xff => {
-                    let initial = &self.initial;
-                    at_place(low, |at| {
-                        let (tag, v) = rule_at(initial, at);
-                        set_rule(&mut row, at, tag, v);
-                        Some(())
-                    })?;
-                }
+                0xc0..=0xff => restore_reg(&mut row, &self.initial, low)?,
                 // DW_CFA_nop
                 0x00 => {}
                 // DW_CFA_def_cfa_offset
@@ -358,11 +387,8 @@ impl Run<'_, '_> {
     }
 
     #[inline(always)]
-    fn restore(&mut self, reg: u64) {
-        if let Some(at) = place(reg) {
-            let (tag, v) = rule_at(&self.initial, at);
-            set_rule(&mut self.row, at, tag, v);
-        }
+    fn restore(&mut self, reg: u64) -> Option<()> {
+        restore_reg(&mut self.row, &self.initial, reg)
     }
 
     /// The other instructions with a zero high part, as the general machine runs them;
@@ -387,7 +413,7 @@ impl Run<'_, '_> {
             // DW_CFA_restore_extended
             0x06 => {
                 let reg = c.uleb().ok()?;
-                self.restore(reg);
+                self.restore(reg)?;
             }
             // DW_CFA_undefined, same_value
             0x07 => self.set(c.uleb().ok()?, UNDEFINED, || Some(0))?,
