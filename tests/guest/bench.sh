@@ -212,12 +212,7 @@ run() {
 # The functions of uu_bench_cold (tests/prog/Makefile), and what the files' tables of its
 # stacks take with no more rows than a new table has room for: Ec's memory limit.
 UU_COLD_FNS=8192
-echo 0 >$TK
-echo "$KIB0" >$TK
-arm_on E 8
-uu_bench_cold 1 8 >/dev/null
-arm_off
-SEARCH_KIB=$((($(uu unwind_table_bytes) + 1023) / 1024))
+SEARCH_KIB=$(cold_search_kib)
 echo "search_kib $SEARCH_KIB"
 
 for r in $(seq "$ROUNDS"); do

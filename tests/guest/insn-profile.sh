@@ -17,17 +17,9 @@ echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
 echo 65536 >$T/buffer_size_kb
 insmod /lib/modules/user_unwind.ko || exit 1
 TK=/sys/module/user_unwind/parameters/table_kib
-KIB0=$(cat $TK)
-# What the tables of uu_bench_cold's stacks take with no more rows than a new table has
-# room for: Ec's limit (as in bench.sh).
-echo 0 >$TK
-echo "$KIB0" >$TK
-echo 1 >$T/events/raw_syscalls/sys_enter/enable
-echo 1 >$T/options/userstacktrace_delay
-uu_bench_cold 1 8 >/dev/null
-echo 0 >$T/options/userstacktrace_delay
-SEARCH_KIB=$((($(uu unwind_table_bytes) + 1023) / 1024))
+SEARCH_KIB=$(cold_search_kib)
 uu_bench_cold 8192 "$D" >/dev/null
+echo 1 >$T/events/raw_syscalls/sys_enter/enable
 case $ARM in
 E) prog=uu_bench_nofp ;;
 Ec) echo 0 >$TK

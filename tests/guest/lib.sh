@@ -21,6 +21,24 @@ sys_enter_off() {
 	echo 0 >$T/events/raw_syscalls/sys_enter/filter
 }
 
+# cold_search_kib: what the files' tables of uu_bench_cold's stacks take with no more rows
+# than a new table has room for (FIRST_ROWS of src/logic/ftable.rs), in KiB: the first-sight
+# arm Ec's memory limit (bench.sh, insn-profile.sh). The tables dropped, then one stack at
+# depth 8 through raw_syscalls:sys_enter (its filter set by the caller); the event, the
+# option and the limit are left as they were.
+cold_search_kib() {
+	tk=/sys/module/user_unwind/parameters/table_kib
+	kib=$(cat $tk)
+	echo 0 >$tk
+	echo "$kib" >$tk
+	echo 1 >$T/events/raw_syscalls/sys_enter/enable
+	echo 1 >$T/options/userstacktrace_delay
+	uu_bench_cold 1 8 >/dev/null
+	echo 0 >$T/options/userstacktrace_delay
+	echo 0 >$T/events/raw_syscalls/sys_enter/enable
+	echo $((($(uu unwind_table_bytes) + 1023) / 1024))
+}
+
 # leaks: the objects kmemleak reports unreferenced over two scans (5 s old at least), as
 # "leaks N" (N is "unavailable" without kmemleak), then the start of its report.
 leaks() {
