@@ -92,6 +92,7 @@ struct uu_region {
  * deferred-unwind callback.
  */
 int uu_vma_memo_find(u64 addr, struct uu_region *r);
+struct file *uu_vma_memo_file(u64 addr, struct uu_file_id *id);
 void uu_vma_memo_note(struct vm_area_struct *vma, const struct uu_file_id *id);
 void uu_vma_memo_exit(void);	/* module exit, after the last callback */
 int uu_vma_memo_ordinary(u64 addr, u64 *start, u64 *end);

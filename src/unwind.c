@@ -296,12 +296,36 @@ int uu_unwind_region(u64 addr, struct uu_region *r)
 	return vma ? 0 : -ENOENT;
 }
 
+/*
+ * Makes @o the object of @file, whose reference the caller took and @o now holds; @o->id
+ * is already its identity. A file not to read (as uu_file_read(): regular files only,
+ * never memory the kernel keeps from itself) is let go: -EINVAL.
+ */
+static int uu_object_hold_file(struct uu_object *o, struct file *file)
+{
+	struct inode *inode = file_inode(file);
+
+	if (!S_ISREG(inode->i_mode) || inode->i_sb->s_magic == SECRETMEM_MAGIC ||
+	    mapping_inaccessible(file->f_mapping)) {
+		fput(file);
+		return -EINVAL;
+	}
+	o->file = file;
+	o->size = i_size_read(inode);
+	o->writers = atomic_read(&inode->i_writecount) > 0;
+	o->kind = UU_REGION_FILE;
+	return 0;
+}
+
 /**
  * uu_unwind_object_open - hold the object mapped at @addr, to read its unwind table
  * @addr: a user address in a mapping uu_unwind_region() found of kind UU_REGION_FILE or
  *        UU_REGION_VDSO
  * @o: filled with the object: for a file, the file held (get_file()), its identity and
  *     whether it is open for writing; for the vDSO, its start
+ *
+ * The file of a mapping this CPU's memo knows is taken from the memo (uu_vma_memo_file()),
+ * with no maple tree walk and no lock.
  *
  * Context: task; takes the VMA's lock, or tries mmap_lock.
  * Return: 0; -ENOENT when the mapping at @addr is no object; -EINVAL when its file is not
@@ -312,7 +336,6 @@ int uu_unwind_object_open(u64 addr, struct uu_object *o)
 {
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
-	struct inode *inode;
 	struct file *file;
 	bool locked = false;
 	int ret = -ENOENT;
@@ -320,6 +343,9 @@ int uu_unwind_object_open(u64 addr, struct uu_object *o)
 	memset(o, 0, sizeof(*o));
 	if (!mm)
 		return -ENOENT;
+	file = uu_vma_memo_file(addr, &o->id);
+	if (file)
+		return uu_object_hold_file(o, file);
 	vma = lock_vma_under_rcu(mm, addr);
 	if (!vma) {
 		if (!mmap_read_trylock(mm))
@@ -331,17 +357,7 @@ int uu_unwind_object_open(u64 addr, struct uu_object *o)
 	}
 	file = uu_vma_file_id(vma, &o->id);
 	if (file) {
-		inode = file_inode(file);
-		/* As uu_file_read(): regular files, never memory the kernel keeps from itself. */
-		ret = -EINVAL;
-		if (!S_ISREG(inode->i_mode) || inode->i_sb->s_magic == SECRETMEM_MAGIC ||
-		    mapping_inaccessible(file->f_mapping))
-			goto out;
-		o->file = get_file(file);
-		o->size = i_size_read(inode);
-		o->writers = atomic_read(&inode->i_writecount) > 0;
-		o->kind = UU_REGION_FILE;
-		ret = 0;
+		ret = uu_object_hold_file(o, get_file(file));
 	} else if (uu_vma_is_vdso(vma) && !vma->vm_pgoff) {
 		o->start = vma->vm_start;
 		o->size = vma->vm_end - vma->vm_start;

@@ -8,7 +8,8 @@
  *
  * A memo holds an mm (mmgrab()ed, so no other mm can have its address while it is kept),
  * the mm's mmap_lock sequence count at the time its entries were noted, and up to
- * UU_MEMO_VMAS file mappings: range, page offset, identity and the user inode. Every
+ * UU_MEMO_VMAS file mappings: range, page offset, identity, the user inode and the VMA's
+ * file (no reference taken: the VMA holds one while the count is unchanged). Every
  * change of a VMA's range, offset or file write-locks the VMA, which needs mmap_lock for
  * writing, which moves the sequence count (include/linux/mmap_lock.h; uprobes' speculative
  * lookup relies on the same). So while the count is what it was, every entry still is
@@ -35,6 +36,7 @@
  * read or written). The memos are dropped by uu_vma_memo_exit() after the last callback.
  * Kernels without per-VMA locks have no sequence count to check: nothing is memoized.
  */
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/jiffies.h>
 #include <linux/mm.h>
@@ -55,6 +57,7 @@ struct uu_memo_vma {
 	u64 end;
 	u64 pgoff;
 	const struct inode *inode;	/* file_user_inode() of the VMA's file */
+	struct file *file;		/* the VMA's file, no reference held */
 	struct uu_file_id id;
 };
 
@@ -124,6 +127,65 @@ int uu_vma_memo_find(u64 addr, struct uu_region *r)
 out:
 	put_cpu_ptr(&uu_memos);
 	return ret;
+}
+
+/**
+ * uu_vma_memo_file - the file current maps at @addr, held, from this CPU's memo
+ * @addr: a user address
+ * @id: filled with the file's identity, its change time read now
+ *
+ * While the sequence count is the one of the note, the VMA is unchanged and holds its
+ * reference on the file the memo names, so file_ref_get() takes one on that file. The
+ * count is checked again after the reference is taken: struct file is
+ * SLAB_TYPESAFE_BY_RCU (fs/file_table.c), and a file unmapped, freed and reused in
+ * between would be another file by then, as __get_file_rcu() in fs/file.c reasons; the
+ * reference, on whatever file that was, is dropped. This spares the unwinder's object
+ * open (uu_unwind_object_open()) the maple tree walk and the VMA's lock that
+ * uu_vma_memo_find() spared the mapping's look-up.
+ *
+ * Context: task, current's deferred-unwind callback.
+ * Return: the file with a reference taken (fput() it), or NULL when the memo does not
+ * know @addr as it is now.
+ */
+struct file *uu_vma_memo_file(u64 addr, struct uu_file_id *id)
+{
+	struct mm_struct *mm = current->mm;
+	struct file *file = NULL, *put = NULL;
+	const struct uu_memo_vma *v;
+	struct timespec64 ctime;
+	struct uu_memo *m;
+	unsigned int seq;
+	int i;
+
+	if (!mm)
+		return NULL;
+	rcu_read_lock();
+	m = get_cpu_ptr(&uu_memos);
+	if (m->mm != mm || !mmap_lock_speculate_try_begin(mm, &seq) || seq != m->seq ||
+	    uu_memo_expired(m))
+		goto out;
+	for (i = 0; i < UU_MEMO_VMAS; i++) {
+		v = &m->vma[i];
+		if (addr < v->start || addr >= v->end || !v->file)
+			continue;
+		if (!file_ref_get(&v->file->f_ref))
+			break;
+		ctime = uu_ctime(v->inode);
+		*id = v->id;
+		id->ctime_sec = ctime.tv_sec;
+		id->ctime_nsec = ctime.tv_nsec;
+		if (mmap_lock_speculate_retry(mm, seq))
+			put = v->file;
+		else
+			file = v->file;
+		break;
+	}
+out:
+	put_cpu_ptr(&uu_memos);
+	rcu_read_unlock();
+	if (put)
+		fput(put);
+	return file;
 }
 
 /*
@@ -240,6 +302,7 @@ void uu_vma_memo_note(struct vm_area_struct *vma, const struct uu_file_id *id)
 		.end = vma->vm_end,
 		.pgoff = vma->vm_pgoff,
 		.inode = file_user_inode(vma->vm_file),
+		.file = vma->vm_file,
 		.id = *id,
 	};
 out:
