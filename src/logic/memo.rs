@@ -79,13 +79,16 @@ impl CookieMemo {
         let slot = self.slot(&w);
         let seq = slot.seq.load(Ordering::Acquire);
         if seq & 1 == 0 {
-            let mut got = [0u64; 4];
-            for (g, word) in got.iter_mut().zip(&slot.id) {
-                *g = word.load(Ordering::Relaxed);
-            }
+            // The words' differences folded into one, not `==` on the arrays (a call to
+            // `bcmp`, on every mapping's look-up).
+            let differ = slot
+                .id
+                .iter()
+                .zip(&w)
+                .fold(0, |d, (word, &v)| d | (word.load(Ordering::Relaxed) ^ v));
             let cookie = slot.cookie.load(Ordering::Relaxed);
             fence(Ordering::Acquire);
-            if got == w && cookie != 0 && slot.seq.load(Ordering::Relaxed) == seq {
+            if differ == 0 && cookie != 0 && slot.seq.load(Ordering::Relaxed) == seq {
                 return cookie;
             }
         }
