@@ -79,13 +79,15 @@ impl CookieMemo {
         let slot = self.slot(&w);
         let seq = slot.seq.load(Ordering::Acquire);
         if seq & 1 == 0 {
-            // The words' differences folded into one, not `==` on the arrays (a call to
-            // `bcmp`, on every mapping's look-up).
-            let differ = slot
-                .id
-                .iter()
-                .zip(&w)
-                .fold(0, |d, (word, &v)| d | (word.load(Ordering::Relaxed) ^ v));
+            // The words' differences folded into one, in registers: not `==` on the arrays
+            // (a call to `bcmp`, on every mapping's look-up), nor a loop (the identity
+            // spilled to the stack).
+            let [s0, s1, s2, s3] = &slot.id;
+            let [w0, w1, w2, w3] = w;
+            let differ = (s0.load(Ordering::Relaxed) ^ w0)
+                | (s1.load(Ordering::Relaxed) ^ w1)
+                | (s2.load(Ordering::Relaxed) ^ w2)
+                | (s3.load(Ordering::Relaxed) ^ w3);
             let cookie = slot.cookie.load(Ordering::Relaxed);
             fence(Ordering::Acquire);
             if differ == 0 && cookie != 0 && slot.seq.load(Ordering::Relaxed) == seq {
