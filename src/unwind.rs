@@ -127,6 +127,12 @@ struct Current<'k> {
     /// none): a table's reads lie close together, and one call into C serves several.
     object_block: &'k mut [u8; BLOCK],
     object_block_at: u64,
+    /// What the last check of the open object's content said, while it still says it of
+    /// everything read from it: `Some(true)` until the next read from the object (a check
+    /// proves what was read before it, so a lookup served by the block already read needs
+    /// no other), `Some(false)` until it is closed (a writer seen, or a change time moved,
+    /// stays so), `None` before a check.
+    proven: Option<bool>,
     /// The file mappings looked up, for the translation.
     known: [KnownVma; KNOWN],
     nr_known: usize,
@@ -270,7 +276,17 @@ impl Current<'_> {
 
     /// Reads the open object's file at `offset`, whole.
     fn read_object(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
+        self.unproven();
         read_object(&mut self.object, offset, buf)
+    }
+
+    /// Something is read from the open object: a check that proved it settled no longer
+    /// covers everything read.
+    #[inline(always)]
+    fn unproven(&mut self) {
+        if self.proven == Some(true) {
+            self.proven = None;
+        }
     }
 
     /// Reads `buf.len()` bytes of `current`'s ordinary memory at `addr`.
@@ -385,6 +401,7 @@ impl Task for Current<'_> {
         };
         self.object = Some(o);
         self.object_block_at = u64::MAX;
+        self.proven = None;
         if Some(key) != region.key {
             // Another object is mapped there now.
             self.object_close();
@@ -402,6 +419,7 @@ impl Task for Current<'_> {
         };
         if self.object_block_at != base {
             self.object_block_at = u64::MAX;
+            self.unproven();
             if let Err(e) = read_object(&mut self.object, base, &mut self.object_block[..]) {
                 // The end of the file may lie inside the block.
                 return match e {
@@ -417,15 +435,21 @@ impl Task for Current<'_> {
     }
 
     fn object_settled(&mut self) -> bool {
-        match self.object.as_mut() {
-            // SAFETY: `o` was filled by `uu_unwind_object_open()` and not closed; task
-            // context of `current`.
-            Some(o) => unsafe { ffi::uu_unwind_object_settled(o) },
-            None => false,
+        if let Some(proven) = self.proven {
+            return proven;
         }
+        let Some(o) = self.object.as_mut() else {
+            return false;
+        };
+        // SAFETY: `o` was filled by `uu_unwind_object_open()` and not closed; task context
+        // of `current`.
+        let settled = unsafe { ffi::uu_unwind_object_settled(o) };
+        self.proven = Some(settled);
+        settled
     }
 
     fn object_close(&mut self) {
+        self.proven = None;
         if let Some(mut o) = self.object.take() {
             // SAFETY: `o` was filled by `uu_unwind_object_open()` and is closed once: taken
             // out of `self.object`.
@@ -527,6 +551,7 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         object: None,
         object_block: &mut work.object_block,
         object_block_at: u64::MAX,
+        proven: None,
         known: [KnownVma::default(); KNOWN],
         nr_known: 0,
         held: [Held::NONE; HELD],
