@@ -28,7 +28,7 @@ use core::cell::UnsafeCell;
 use core::ffi::{c_ulong, c_void};
 use core::ptr::null_mut;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use kernel::error::code::{EBUSY, EFAULT, EINVAL};
+use kernel::bindings;
 use kernel::page::PAGE_SHIFT;
 
 /// The caches of every unwind: tables per file, rows per file offset.
@@ -106,6 +106,12 @@ impl Drop for Taken {
         self.0.busy.store(false, Ordering::Release);
     }
 }
+
+/// The errors the C side returns, as it returns them: constants, where `to_errno()` of the
+/// kernel crate's codes is a call on every mapping's look-up.
+const RET_EBUSY: i32 = -(bindings::EBUSY as i32);
+const RET_EFAULT: i32 = -(bindings::EFAULT as i32);
+const RET_EINVAL: i32 = -(bindings::EINVAL as i32);
 
 /// Bytes of user memory [`Current`] reads at once: an aligned block, inside one page.
 const BLOCK: usize = 256;
@@ -241,7 +247,7 @@ fn read_object(
     match unsafe { ffi::uu_unwind_object_read(object, offset, buf.as_mut_ptr().cast(), buf.len()) }
     {
         0 => Ok(()),
-        e if e == EFAULT.to_errno() => Err(CfiError::Malformed),
+        RET_EFAULT => Err(CfiError::Malformed),
         _ => Err(CfiError::Read),
     }
 }
@@ -349,7 +355,7 @@ impl Task for Current<'_> {
         let mut r = ffi::UuRegion::default();
         // SAFETY: `r` is valid for a write; task context of `current`.
         let ret = unsafe { ffi::uu_unwind_region(addr, &mut r) };
-        if ret == EBUSY.to_errno() {
+        if ret == RET_EBUSY {
             stats::add(Stat::LookupsContended, 1);
             return Err(CfiError::Read);
         }
@@ -385,10 +391,10 @@ impl Task for Current<'_> {
         let mut o = ffi::UuObject::empty();
         // SAFETY: `o` is valid for a write; task context of `current`.
         let ret = unsafe { ffi::uu_unwind_object_open(addr, &mut o) };
-        if ret == EBUSY.to_errno() {
+        if ret == RET_EBUSY {
             stats::add(Stat::LookupsContended, 1);
         }
-        if ret == EINVAL.to_errno() {
+        if ret == RET_EINVAL {
             // A file that is not one to read: no table.
             return Err(CfiError::NoFde);
         }

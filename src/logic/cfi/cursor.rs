@@ -85,8 +85,10 @@ impl<'a> Cursor<'a> {
         Ok(u64::from_le_bytes(self.array()?))
     }
 
-    /// An unsigned LEB128 number.
-    #[inline]
+    /// An unsigned LEB128 number. Always inlined: most are one byte (an FDE's
+    /// augmentation length, a CFA instruction's operand), read in a few instructions, and
+    /// a call made the callers spill their registers around it.
+    #[inline(always)]
     pub fn uleb(&mut self) -> Result<u64, CfiError> {
         // Most are one byte.
         let b = self.u8()?;
