@@ -415,6 +415,16 @@ impl<const W: usize> Slot<W> {
 
     /// Writes the words, unless another writer is at it.
     fn write(&self, words: [u64; W]) {
+        self.write_with(|slot| {
+            for (w, &v) in slot.iter().zip(words.iter()) {
+                w.store(v, Ordering::Relaxed);
+            }
+        });
+    }
+
+    /// Has `store` write the words (relaxed stores), unless another writer is at it.
+    #[inline(always)]
+    fn write_with(&self, store: impl FnOnce(&[AtomicU64; W])) {
         let s = self.seq.load(Ordering::Relaxed);
         if s & 1 != 0
             || self
@@ -425,9 +435,7 @@ impl<const W: usize> Slot<W> {
             return;
         }
         fence(Ordering::Release);
-        for (w, &v) in self.words.iter().zip(words.iter()) {
-            w.store(v, Ordering::Relaxed);
-        }
+        store(&self.words);
         self.seq.store(s.wrapping_add(2), Ordering::Release);
     }
 
@@ -671,8 +679,15 @@ impl RowCache {
         // The row's own slot or a free one, else one chosen by the offset's low bits.
         let free = bucket.iter().position(|slot| slot.holds(key, offset));
         let way = free.unwrap_or((offset as usize >> 2) % WAYS);
+        // Five stores, not a loop over the words (which the compiler keeps rolled).
         if let Some(slot) = bucket.get(way) {
-            slot.write([key, offset, a, b, c]);
+            slot.write_with(|[k, o, wa, wb, wc]| {
+                k.store(key, Ordering::Relaxed);
+                o.store(offset, Ordering::Relaxed);
+                wa.store(a, Ordering::Relaxed);
+                wb.store(b, Ordering::Relaxed);
+                wc.store(c, Ordering::Relaxed);
+            });
         }
     }
 
