@@ -381,27 +381,6 @@ impl<const W: usize> Slot<W> {
         (self.seq.load(Ordering::Relaxed) == s1).then_some(out)
     }
 
-    /// The words after the first two, if those are `k0` and `k1` and the slot was not
-    /// written while read: a probe that misses reads two words, not all of them.
-    #[inline(always)]
-    fn read_if<const R: usize>(&self, k0: u64, k1: u64) -> Option<[u64; R]> {
-        let s1 = self.seq.load(Ordering::Acquire);
-        let (Some(w0), Some(w1), Some(rest)) =
-            (self.words.first(), self.words.get(1), self.words.get(2..))
-        else {
-            return None;
-        };
-        if s1 & 1 != 0 || w0.load(Ordering::Relaxed) != k0 || w1.load(Ordering::Relaxed) != k1 {
-            return None;
-        }
-        let mut out = [0u64; R];
-        for (o, w) in out.iter_mut().zip(rest.iter()) {
-            *o = w.load(Ordering::Relaxed);
-        }
-        fence(Ordering::Acquire);
-        (self.seq.load(Ordering::Relaxed) == s1).then_some(out)
-    }
-
     /// Whether the first two words are 0 (an empty slot) or `k0` and `k1`, as last
     /// written: a writer's choice of a slot, which [`Slot::write`] then takes or skips.
     #[inline(always)]
@@ -441,6 +420,28 @@ impl<const W: usize> Slot<W> {
 
     fn clear(&self) {
         self.write([0; W]);
+    }
+}
+
+impl Slot<5> {
+    /// The row after the key and offset, if those are `key` and `offset` and the slot was
+    /// not written while read: a probe that misses reads two words, not five; one that
+    /// hits reads the row with three loads (a loop over its words stayed rolled, on every
+    /// frame of every stack).
+    #[inline(always)]
+    fn read_row(&self, key: u64, offset: u64) -> Option<Packed> {
+        let [k, o, a, b, c] = &self.words;
+        let s1 = self.seq.load(Ordering::Acquire);
+        if s1 & 1 != 0 || k.load(Ordering::Relaxed) != key || o.load(Ordering::Relaxed) != offset {
+            return None;
+        }
+        let row = [
+            a.load(Ordering::Relaxed),
+            b.load(Ordering::Relaxed),
+            c.load(Ordering::Relaxed),
+        ];
+        fence(Ordering::Acquire);
+        (self.seq.load(Ordering::Relaxed) == s1).then_some(row)
     }
 }
 
@@ -660,9 +661,7 @@ impl RowCache {
             return None;
         }
         let bucket = self.bucket(key, offset);
-        bucket
-            .iter()
-            .find_map(|slot| slot.read_if::<3>(key, offset))
+        bucket.iter().find_map(|slot| slot.read_row(key, offset))
     }
 
     /// Caches `row` for `offset` in the file `key`, if it has no expression.
