@@ -113,24 +113,16 @@ const RET_EBUSY: i32 = -(bindings::EBUSY as i32);
 const RET_EFAULT: i32 = -(bindings::EFAULT as i32);
 const RET_EINVAL: i32 = -(bindings::EINVAL as i32);
 
-/// Bytes of user memory [`Current`] reads at once at most, inside one page.
+/// Bytes of user memory [`Current`] reads at once: an aligned block, inside one page.
 const BLOCK: usize = 256;
-/// The alignment of the start of a block of user memory: a stack is read upwards from
-/// its innermost frame, so a block starts just below the address read (a frame's reads
-/// go a few words down from its return address), not a whole block below.
-const BLOCK_ALIGN: u64 = 64;
-/// Bytes in a page.
-const PAGE: u64 = 1 << PAGE_SHIFT;
 
 /// `current`'s memory and mappings, as the unwinder reads them.
 struct Current<'k> {
     keys: &'k Keys,
-    /// The last block read, its first `block_len` bytes from `block_addr` (`u64::MAX`:
-    /// none): the frames of a stack lie next to each other, so one user copy serves
-    /// several of them.
+    /// The last block read, at `block_addr` (`u64::MAX`: none): the frames of a stack lie
+    /// next to each other, so one user copy serves several of them.
     block: &'k mut [u8; BLOCK],
     block_addr: u64,
-    block_len: usize,
     /// Mappings found to be ordinary memory in this stack (`start..end`; empty: none):
     /// reads elsewhere ask first.
     ordinary: [(u64, u64); ORDINARY],
@@ -311,33 +303,23 @@ impl Current<'_> {
         read_user(addr, buf)
     }
 
-    /// The `len` bytes at `addr` from the block last read, which is read first if it does
-    /// not hold them: from `addr` aligned down to [`BLOCK_ALIGN`], to the end of its page
-    /// at most (so in its mapping). `None` when they cannot be (they cross into the next
-    /// page, or the memory is not ordinary).
+    /// The bytes `start..end` of the block holding `addr` (`start` its offset there), read
+    /// first if it is not the last one read; `None` when it cannot be.
     #[inline(always)]
     fn in_block(&mut self, addr: u64, len: usize) -> Option<&[u8]> {
-        let mut start = addr.wrapping_sub(self.block_addr);
-        if start > self.block_len as u64 || len > self.block_len - start as usize {
-            let base = addr & !(BLOCK_ALIGN - 1);
-            let in_page = (PAGE - (base & (PAGE - 1))) as usize;
-            let block_len = in_page.min(BLOCK);
-            if (addr - base) as usize + len > block_len {
-                return None;
-            }
+        let base = addr & !(BLOCK as u64 - 1);
+        let start = (addr - base) as usize;
+        let end = start.checked_add(len).filter(|&end| end <= BLOCK)?;
+        if self.block_addr != base {
+            // The block lies in the page of `addr`, so in its mapping.
             self.block_addr = u64::MAX;
-            self.block_len = 0;
             if !self.ordinary_at(base) {
                 return None;
             }
-            read_user(base, self.block.get_mut(..block_len)?).ok()?;
+            read_user(base, &mut self.block[..]).ok()?;
             self.block_addr = base;
-            self.block_len = block_len;
-            start = addr - base;
         }
-        // At most `block_len`, and `len` more is inside the block.
-        let start = start as usize;
-        self.block.get(start..start.wrapping_add(len))
+        self.block.get(start..end)
     }
 }
 
@@ -570,7 +552,6 @@ pub(crate) fn record<T: Ip>(regs: &ffi::UuRegs, cookie: u64, keys: &Keys, fallba
         keys,
         block: &mut work.block,
         block_addr: u64::MAX,
-        block_len: 0,
         ordinary: [(0, 0); ORDINARY],
         next_ordinary: 0,
         object: None,
