@@ -42,7 +42,7 @@ struct Work {
     space: Workspace,
     ips: [u64; MAX_FRAMES],
     block: [u8; BLOCK],
-    object_block: [u8; BLOCK],
+    object_block: [u8; OBJECT_BLOCK],
     /// The file whose table the memory limit last refused to grow (0: none), and when its
     /// rows may be offered again ([`Current::table_write`]).
     refused: (u64, c_ulong),
@@ -70,7 +70,7 @@ impl PoolSlot {
                 space: Workspace::new(),
                 ips: [0; MAX_FRAMES],
                 block: [0; BLOCK],
-                object_block: [0; BLOCK],
+                object_block: [0; OBJECT_BLOCK],
                 refused: (0, 0),
             }),
         }
@@ -113,8 +113,14 @@ const RET_EBUSY: i32 = -(bindings::EBUSY as i32);
 const RET_EFAULT: i32 = -(bindings::EFAULT as i32);
 const RET_EINVAL: i32 = -(bindings::EINVAL as i32);
 
-/// Bytes of user memory [`Current`] reads at once: an aligned block, inside one page.
-const BLOCK: usize = 256;
+/// Bytes of user memory [`Current`] reads at once: an aligned block, inside one page. A
+/// stack's frames lie next to each other, upwards from its innermost one: 512 bytes take
+/// fewer copies than 256 at every depth (insn-profile: 80 instructions fewer an E stack at
+/// depth 8, 460 at 128).
+const BLOCK: usize = 512;
+/// Bytes of the open object's file [`Current`] copies at once: an aligned block. An FDE is
+/// read once, its neighbours mostly not: 512 bytes copied more than they served.
+const OBJECT_BLOCK: usize = 256;
 
 /// `current`'s memory and mappings, as the unwinder reads them.
 struct Current<'k> {
@@ -131,7 +137,7 @@ struct Current<'k> {
     object: Option<ffi::UuObject>,
     /// The last block of its file read, at file offset `object_block_at` (`u64::MAX`:
     /// none): a table's reads lie close together, and one call into C serves several.
-    object_block: &'k mut [u8; BLOCK],
+    object_block: &'k mut [u8; OBJECT_BLOCK],
     object_block_at: u64,
     /// What the last check of the open object's content said, while it still says it of
     /// everything read from it: `Some(true)` until the next read from the object (a check
@@ -418,9 +424,12 @@ impl Task for Current<'_> {
 
     #[inline]
     fn object_read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), CfiError> {
-        let base = offset & !(BLOCK as u64 - 1);
+        let base = offset & !(OBJECT_BLOCK as u64 - 1);
         let start = (offset - base) as usize;
-        let Some(end) = start.checked_add(buf.len()).filter(|&end| end <= BLOCK) else {
+        let Some(end) = start
+            .checked_add(buf.len())
+            .filter(|&end| end <= OBJECT_BLOCK)
+        else {
             return self.read_object(offset, buf);
         };
         if self.object_block_at != base {
