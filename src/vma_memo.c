@@ -134,14 +134,16 @@ out:
  * @addr: a user address
  * @id: filled with the file's identity, its change time read now
  *
- * While the sequence count is the one of the note, the VMA is unchanged and holds its
- * reference on the file the memo names, so file_ref_get() takes one on that file. The
- * count is checked again after the reference is taken: struct file is
- * SLAB_TYPESAFE_BY_RCU (fs/file_table.c), and a file unmapped, freed and reused in
- * between would be another file by then, as __get_file_rcu() in fs/file.c reasons; the
- * reference, on whatever file that was, is dropped. This spares the unwinder's object
- * open (uu_unwind_object_open()) the maple tree walk and the VMA's lock that
- * uu_vma_memo_find() spared the mapping's look-up.
+ * The count is checked under RCU before the file is touched: while it is the one of the
+ * note, the VMA is unchanged and holds its reference on the file the memo names, so the
+ * file is alive then. struct file is SLAB_TYPESAFE_BY_RCU (fs/file_table.c): freed after
+ * that check, its memory stays a struct file until the read-side section ends, so
+ * file_ref_get() on it is safe, and takes a reference on the memo's file or on another
+ * file that reused its memory. The count is checked again after the reference is taken,
+ * which tells the two apart, as the reloaded pointer does in __get_file_rcu() (fs/file.c);
+ * a reference on another file is dropped. This spares the unwinder's object open
+ * (uu_unwind_object_open()) the maple tree walk and the VMA's lock that uu_vma_memo_find()
+ * spared the mapping's look-up.
  *
  * Context: task, current's deferred-unwind callback.
  * Return: the file with a reference taken (fput() it), or NULL when the memo does not
