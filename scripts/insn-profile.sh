@@ -3,6 +3,9 @@
 # Where one stack of a benchmark arm spends its instructions, by kernel function, exactly.
 #
 #   scripts/insn-profile.sh [ARM [DEPTH [LESS MORE]]]   (default: Ec 8 2000 12000)
+#   ANNOTATE=PATTERN scripts/insn-profile.sh ...   (also the module's functions whose
+#                                                  names hold PATTERN, disassembled, each
+#                                                  instruction with its count a stack)
 #
 # ARM is one of make bench's .eh_frame arms (tests/guest/bench.sh): E (rows cached), Ec
 # (first sight) or Et (rows from the files' tables), at DEPTH. The production-config test
@@ -34,4 +37,5 @@ for calls in "$less" "$more"; do
 		{ cat "$out/$calls.log" >&2; die "the guest failed (its output above)"; }
 done
 python3 "$ROOT/tests/insn_profile.py" "$(KERNEL_FLAVOUR=prod kernel_build_dir)/System.map" \
-	"$out/$less" "$out/$more" "${TOP:-40}"
+	"$out/$less" "$out/$more" "${TOP:-40}" \
+	${ANNOTATE:+"$(prod_module_dir)/user_unwind.ko" "$ANNOTATE"}

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """What one more call of a benchmark arm costs, in instructions, by kernel function.
 
-Usage: insn_profile.py SYSTEM_MAP LESS MORE [TOP]
+Usage: insn_profile.py SYSTEM_MAP LESS MORE [TOP [KO PATTERN]]
 
 LESS and MORE are two runs of scripts/insn-profile.sh's guest (each a prefix: PREFIX.log,
 the guest's output, and PREFIX.counts, QEMU's insn-count plugin's "ADDRESS COUNT" lines)
@@ -12,6 +12,11 @@ each function's count in LESS is taken from MORE's, over the difference in stack
 cost of one more stack, boot and setup cancelled out (up to the timing noise of the boot:
 entropy, scheduling, which shows as small counts of either sign in unrelated functions).
 The module's functions (marked "M") are exact.
+
+With KO (the module the guests ran) and PATTERN, every module function whose demangled
+name holds PATTERN is then printed disassembled (objdump), each instruction with what one
+more stack executes of it: where a function's instructions go, a loop left rolled, a call
+that makes its caller spill.
 """
 import bisect
 import collections
@@ -50,6 +55,57 @@ def run(system_map, prefix):
     return counts, int(m[1]), int(m[2])
 
 
+def addresses(prefix):
+    """PREFIX.counts as a Counter of executed instructions by address."""
+    counts = collections.Counter()
+    for line in open(prefix + ".counts"):
+        addr, n = line.split()
+        counts[int(addr, 16)] += int(n)
+    return counts
+
+
+def annotate(ko, pattern, less, more, stacks):
+    """Prints the module's functions whose demangled names hold `pattern`, disassembled,
+    each instruction with its count for one more stack. A function's address in the guest
+    (its kallsyms) less its value in the module's symbol table (objdump -t: section
+    offsets) maps the disassembly's offsets to the counted addresses."""
+    loaded = {}
+    for line in open(more + ".log", errors="replace"):
+        if line.startswith("insn-profile ksym ") and "[user_unwind]" in line:
+            f = line.split()
+            loaded[f[4]] = int(f[2], 16)
+    table = subprocess.run(["objdump", "-t", ko], capture_output=True, text=True,
+                           check=True).stdout
+    where = {}
+    for line in table.splitlines():
+        f = line.split()
+        if len(f) >= 6 and " F " in line and f[-3].startswith(".text"):
+            where[f[-1]] = (f[-3], int(f[0], 16))
+    names = [n for n in loaded if n in where]
+    plain = demangled(["M " + n for n in names])
+    a, b = addresses(less), addresses(more)
+    for name in names:
+        title = plain["M " + name][2:]
+        if pattern not in title:
+            continue
+        section, value = where[name]
+        base = loaded[name] - value
+        dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "-j", section,
+                              "--disassemble=" + name, ko], capture_output=True, text=True,
+                             check=True).stdout
+        print(f"\n{title}")
+        total = 0.0
+        for line in dis.splitlines():
+            m = re.match(r"\s*([0-9a-f]+):\s", line)
+            if not m:
+                continue
+            addr = base + int(m[1], 16)
+            n = (b[addr] - a[addr]) / stacks
+            total += n
+            print(f"{n:9.2f} {line}")
+        print(f"{total:9.1f}  in all")
+
+
 def demangled(names):
     """The names, Rust's demangled by c++filt (binutils knows Rust's v0 scheme), without
     the crate's hash."""
@@ -80,6 +136,8 @@ def main():
     names = demangled([name for name, _ in shown])
     for name, v in shown:
         print(f"{v:9.1f}  {names[name]}")
+    if len(sys.argv) > 6:
+        annotate(sys.argv[5], sys.argv[6], less, more, stacks)
 
 
 if __name__ == "__main__":
