@@ -382,7 +382,7 @@ impl<const W: usize> Slot<W> {
     }
 
     /// Whether the first two words are 0 (an empty slot) or `k0` and `k1`, as last
-    /// written: a writer's choice of a slot, which [`Slot::write`] then takes or skips.
+    /// written: a writer's choice of a slot, which [`Slot::write_with`] then takes or skips.
     #[inline(always)]
     fn holds(&self, k0: u64, k1: u64) -> bool {
         let (Some(w0), Some(w1)) = (self.words.first(), self.words.get(1)) else {
