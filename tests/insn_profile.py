@@ -39,6 +39,15 @@ def symbols(system_map, log):
     return syms
 
 
+def addresses(prefix):
+    """PREFIX.counts as a Counter of executed instructions by address."""
+    counts = collections.Counter()
+    for line in open(prefix + ".counts"):
+        addr, n = line.split()
+        counts[int(addr, 16)] += int(n)
+    return counts
+
+
 def run(system_map, prefix):
     log = prefix + ".log"
     text = open(log, errors="replace").read()
@@ -48,20 +57,10 @@ def run(system_map, prefix):
     syms = symbols(system_map, log)
     addrs = [a for a, _ in syms]
     counts = collections.Counter()
-    for line in open(prefix + ".counts"):
-        addr, n = line.split()
-        i = bisect.bisect_right(addrs, int(addr, 16)) - 1
-        counts[syms[i][1] if i >= 0 else "?"] += int(n)
+    for addr, n in addresses(prefix).items():
+        i = bisect.bisect_right(addrs, addr) - 1
+        counts[syms[i][1] if i >= 0 else "?"] += n
     return counts, int(m[1]), int(m[2])
-
-
-def addresses(prefix):
-    """PREFIX.counts as a Counter of executed instructions by address."""
-    counts = collections.Counter()
-    for line in open(prefix + ".counts"):
-        addr, n = line.split()
-        counts[int(addr, 16)] += int(n)
-    return counts
 
 
 def annotate(ko, pattern, less, more, stacks):
