@@ -387,7 +387,9 @@ static int uu_stack(struct trace_seq *s, struct tep_record *record,
 
 int TEP_PLUGIN_LOADER(struct tep_handle *tep)
 {
-	uu_draw_key();
+	/* Each tep loads the plugin (trace-cmd report -i a -i b): the table's key stays. */
+	if (!uu_size_files)
+		uu_draw_key();
 	tep_register_event_handler(tep, -1, "user_unwind", "file_cache",
 				   uu_file_cache, NULL);
 	tep_register_event_handler(tep, -1, "user_unwind", "user_unwind_stack",
