@@ -384,3 +384,80 @@ fn a_truncated_marker_is_not_in_the_function_view() {
     assert!(!view.contains("[truncated"), "{view}");
     assert!(stacks.contains("[truncated: bad_frame]"), "{stacks}");
 }
+
+/// A comm, a kernel function, a JIT's function (from its perf map) and a file name with
+/// control bytes (C0, DEL and a C1 CSI, U+009B): every text output shows them escaped,
+/// none holds a control character but its own line breaks (and perf script's tabs).
+#[test]
+fn control_bytes_in_comms_functions_and_paths_are_escaped_in_every_output() {
+    let comm = "ev\u{1b}[1mi\u{7}l";
+    let t = format!(
+        "# trace_clock: global
+# tracer: nop
+            {comm}-42      [000] .....    10.000001: file_cache: cookie=bb path=/tmp/a\\011b\\177c\u{9b}31md build_id= build_id_len=0
+            {comm}-42      [000] .....    10.000002: user_unwind_cookie: cookie=100
+            {comm}-42      [000] .....    10.000003: <stack trace>
+ => trace_event_raw_event_user_unwind_cookie
+            {comm}-42      [000] .....    10.000004: sys_enter: NR 110 (0, 0, 0, 0, 0, 0)
+            {comm}-42      [000] .....    10.000005: <stack trace>
+ => do_\u{1b}[2Jsyscall_64+0x5d/0x170
+ => entry_SYSCALL_64_after_hwframe
+            {comm}-42      [000] .....    10.000006: user_unwind_stack: cookie=100
+ => <0000000000001010> : 0x1
+ => <0000000000000010> : 0xbb
+"
+    );
+    let d = tmpdir("ctl");
+    let f = d.join("t.trace");
+    std::fs::write(&f, t).unwrap();
+    std::fs::write(d.join("perf-42.map"), "1000 100 jit\u{1b}[31m\u{85}main\n").unwrap();
+    let p = |n: &str| d.join(n).to_str().unwrap().to_string();
+    let (_, err, code) = ustack(&[
+        "--sysroot",
+        "/nonexistent",
+        "--perf-map",
+        &p("perf-42.map"),
+        "--task",
+        "--sort",
+        "comm,function,file",
+        "--report",
+        &p("report"),
+        "--folded",
+        &p("folded"),
+        "--perf-script",
+        &p("perf"),
+        "--svg",
+        &p("f.svg"),
+        "--speedscope",
+        &p("s.json"),
+        &p("t.trace"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
+    let escaped = [
+        "ev\\x1b[1mi\\x07l",
+        "do_\\x1b[2Jsyscall_64",
+        "jit\\x1b[31m\\x85main",
+        "a\\tb\\x7fc\\x9b31md",
+    ];
+    for (name, tabs) in [
+        ("report", false),
+        ("folded", false),
+        ("perf", true),
+        ("f.svg", false),
+        ("s.json", false),
+    ] {
+        let text = std::fs::read_to_string(d.join(name)).unwrap();
+        let bad: Vec<char> = text
+            .chars()
+            .filter(|&c| c.is_control() && c != '\n' && !(tabs && c == '\t'))
+            .collect();
+        assert!(bad.is_empty(), "{name}: {bad:?} in {text}");
+        // JSON writes a backslash as two.
+        let text = text.replace("\\\\", "\\");
+        for e in escaped {
+            assert!(text.contains(e), "{name}: no {e} in {text}");
+        }
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}

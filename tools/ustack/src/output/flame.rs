@@ -8,6 +8,8 @@ use std::fmt::Write as _;
 
 use crate::stacks::Profile;
 
+/// Text for the SVG: the markup characters as entities, and any control character left (the
+/// names reach it escaped already; XML 1.0 forbids most of them) as a space.
 fn xml(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
@@ -16,7 +18,7 @@ fn xml(s: &str) -> String {
             '>' => o.push_str("&gt;"),
             '&' => o.push_str("&amp;"),
             '"' => o.push_str("&quot;"),
-            c if (c as u32) < 0x20 => o.push(' '),
+            c if c.is_control() => o.push(' '),
             c => o.push(c),
         }
     }
