@@ -47,9 +47,17 @@ copy_with_libs "$PROG/uu_review" /usr/bin/uu_review
 copy_with_libs "$PROG/uu_bench_cold" /usr/bin/uu_bench_cold
 install -m 0644 "$ROOT/tests/guest/unwind.sh" "$OUT/lib/uu-unwind.sh"
 install -m 0644 "$ROOT/tests/guest/review.sh" "$OUT/lib/uu-review.sh"
-for prog in uu_maps uu_exec uu_perf uu_dlone uu_ab; do
+for prog in uu_maps uu_exec uu_perf uu_dlone uu_ab uu_offcpu; do
 	copy_with_libs "$PROG/$prog" /usr/bin/$prog
 done
+# The suspended-device test (tests/guest/review.sh): an ext4 image holding a copy of libc,
+# mounted in the guest through a device-mapper target over a loop device, and dmsetup.
+mkdir -p "$OUT/tmp/uu-dm"
+cp -L /lib/x86_64-linux-gnu/libc.so.6 "$OUT/tmp/uu-dm/libc.so.6"
+mkfs.ext4 -q -F -d "$OUT/tmp/uu-dm" "$OUT/lib/uu-dm.img" 8M >/dev/null ||
+	die "mkfs.ext4 of the test image failed"
+rm -rf "$OUT/tmp/uu-dm"
+copy_with_libs "$(command -v dmsetup)" /sbin/dmsetup
 install -m 0644 "$KO" "$OUT/lib/modules/user_unwind.ko"
 install -m 0644 "$ROOT/tests/guest/lib.sh" "$OUT/lib/uu.sh"
 install -m 0755 "$ROOT/tests/guest/memory.sh" "$OUT/usr/bin/memory.sh"

@@ -73,7 +73,7 @@ one rustfmt rustfmt.log rustfmt --check --edition 2021 --config-path "$SRC/.rust
 	src/user_unwind_main.rs
 ok=0 ko=0
 for f in src/*.c src/*.h src/wrapper/*.c src/wrapper/*.h include/*.h tests/kmod/*.c \
-	tools/ustack/plugin/*.c; do
+	tools/ustack/plugin/*.c tools/ustack/plugin/fuzz/*.c; do
 	if "$SRC/scripts/checkpatch.pl" --no-tree --quiet --show-types -f "$f" \
 		--ignore SPDX_LICENSE_TAG,FILE_PATH_CHANGES >"$LOGS/checkpatch.log" 2>&1; then
 		ok=$((ok + 1))
@@ -99,6 +99,10 @@ suite() {
 	grep -E '^# skipped' "$log"
 	stage "$name" "$ok" "$ko"
 }
+
+# The trace-cmd plugin against hostile traces: its handlers under ASan/UBSan over mutated
+# fixture records, and crafted trace.dat files through trace-cmd report.
+suite plugin-fuzz plugin-fuzz scripts/plugin-fuzz.sh
 
 # e2e NAME KERNEL: the end-to-end suite in a guest booting KERNEL (test or debian).
 e2e() {
@@ -153,6 +157,14 @@ if [ -f user_unwind.ko ]; then
 	suite ustack-e2e ustack-e2e python3 tests/ustack_e2e.py
 else
 	stage ustack-e2e 0 1
+fi
+
+# make demo as a user runs it: every step, uu_nofp's whole stack and the off-CPU profile
+# with the kernel's own names (tests/demo.py).
+if [ -f user_unwind.ko ]; then
+	suite demo demo python3 tests/demo.py
+else
+	stage demo 0 1
 fi
 
 # Stress: load, churn and reloads, counted, two of its three cycles checked in a window

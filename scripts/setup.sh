@@ -9,7 +9,7 @@ set -euo pipefail
 
 PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev libssl-dev cpio
 	make gcc xz-utils qemu-system-x86 busybox-static trace-cmd binutils python3 perl
-	debootstrap libtraceevent-dev pkg-config libc6-dbg gdb chromium debuginfod)
+	debootstrap libtraceevent-dev pkg-config libc6-dbg gdb chromium debuginfod dmsetup e2fsprogs)
 
 mkdir -p "$CACHE"
 command -v rustc >/dev/null || die "rustc not found: install Rust with rustup (the kernel needs >= 1.85)"

@@ -202,7 +202,6 @@ def main():
     libgcc = "/lib/x86_64-linux-gnu/libgcc_s.so.1"
     guest = subprocess.run(
         [f"{ROOT}/scripts/run-guest.sh", "--add", f"{ROOT}/tests/guest/ustack.sh:/bin/ustack.sh",
-         "--add", f"{PROG}/uu_offcpu:/usr/bin/uu_offcpu",
          "--add", f"{work}/ustack:/bin/ustack", "--add", f"{libgcc}:{libgcc}",
          "--add", f"{work}/plugins/plugin_user_unwind.so:/plugins/plugin_user_unwind.so",
          "--log", f"{work}/console.log", "--", "/bin/ustack.sh"],

@@ -17,32 +17,58 @@ dump() {
 }
 
 # Kernel stacks (-T, a kernel_stack after every event) and off-CPU time (sched_switch) of
-# uu_chain and uu_offcpu (threads blocked 20, 60 and 40 ms: 1:3:2), recorded with a
-# /proc/kallsyms cut to the functions their stacks hold, each with the symbol after it
-# (where it ends): a first recording with the whole kallsyms names them, then the same
-# workload is recorded again under the cut one, a file small enough for the console and
-# the tree. trace-cmd report's view of it is the oracle of its kernel frames.
+# uu_chain and uu_offcpu (threads blocked 20, 60 and 40 ms: 1:3:2), recorded as a user
+# records them, with the kernel's whole /proc/kallsyms. make demo (ustack.sh demo) shows
+# that file. The tests' copy (kstack.dat, small enough for the console and the tree) is a
+# second recording of the same workload under a /proc/kallsyms cut to the functions the
+# first one's stacks hold, each with the symbol at the next higher address (where it
+# ends); it is used only when trace-cmd report names no frame of it outside the first
+# recording's names: a function the second recording meets and the first did not would be
+# named after a symbol below it, which is then either one kept only as an end (not among
+# the names) or a kept function whose end lies below the address. Otherwise the tests get
+# the uncut recording. trace-cmd report's view of the file is the oracle of its frames.
 krecord() {
 	trace-cmd record -q -T -C global -o "$1" -e user_unwind -e raw_syscalls:sys_enter \
 		-f 'id == 110' -e sched:sched_switch -F -c \
 		sh -c "uu_chain 3 >/dev/null && uu_offcpu 10 20 >$1.offcpu" \
-		>/dev/null 2>&1 || echo "record $1 failed"
+		>/dev/null 2>&1 || { echo "record $1 failed"; exit 1; }
+	[ -s "$1" ] && [ -s "$1.offcpu" ] || { echo "record $1 failed: empty trace"; exit 1; }
 }
-if [ -x /usr/bin/uu_offcpu ]; then
-	krecord /tmp/kfull.dat
-	trace-cmd report -i /tmp/kfull.dat 2>/dev/null |
-		sed -n 's/^[[:space:]]*=> \([^ (]*\).*/\1/p' | sort -u >/tmp/knames
-	awk 'NR == FNR { want[$1] = 1; next } ($3 in want) { print; keep = 1; next }
-		keep { print; keep = 0 }' /tmp/knames /proc/kallsyms >/tmp/kallsyms.small
-	rm -f /tmp/kfull.dat
+# knames REPORT: the kernel functions REPORT's stacks name, sorted.
+knames() {
+	sed -n 's/^[[:space:]]*=> \([^ (]*\).*/\1/p' "$1" | sort -u
+}
+[ -x /usr/bin/uu_offcpu ] || { echo "uu_offcpu missing from the guest"; exit 1; }
+krecord /tmp/kfull.dat
+trace-cmd report -i /tmp/kfull.dat >/tmp/kfull.report 2>&1
+knames /tmp/kfull.report >/tmp/knames
+[ -s /tmp/knames ] || { echo "record /tmp/kfull.dat failed: no kernel stack"; exit 1; }
+if [ "$1" = demo ]; then
+	dump kstack.dat /tmp/kfull.dat
+else
+	# Each wanted function's line and the line of the next higher address (addresses are
+	# 16 hex digits: sorted as text, they are sorted as numbers).
+	sort /proc/kallsyms | awk 'NR == FNR { want[$1] = 1; next }
+		($3 in want) { print; keep = 1; at = $1; next }
+		keep && $1 != at { print; keep = 0 }' /tmp/knames - >/tmp/kallsyms.small
 	mount --bind /tmp/kallsyms.small /proc/kallsyms
 	krecord /tmp/kstack.dat
 	umount /proc/kallsyms
 	trace-cmd report -i /tmp/kstack.dat >/tmp/kstack.report 2>&1
+	stray=$(knames /tmp/kstack.report | awk 'NR == FNR { had[$1] = 1; next }
+		!($1 in had)' /tmp/knames -)
+	if [ -n "$stray" ]; then
+		echo "# kstack.dat: the cut kallsyms misnames frames as $(echo $stray):" \
+			"the uncut recording instead"
+		mv /tmp/kfull.dat /tmp/kstack.dat
+		mv /tmp/kfull.dat.offcpu /tmp/kstack.dat.offcpu
+		mv /tmp/kfull.report /tmp/kstack.report
+	fi
 	dump kstack.dat /tmp/kstack.dat
 	dump kstack.report /tmp/kstack.report
 	dump kstack.offcpu /tmp/kstack.dat.offcpu
 fi
+rm -f /tmp/kfull.dat
 
 # ustack record, for real: the host's ustack (its libraries come with it) runs the guest's
 # trace-cmd on the real module: a command with -e, a command with -T and --off-cpu, and a
