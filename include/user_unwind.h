@@ -101,6 +101,13 @@ void uu_vma_memo_note_ordinary(struct vm_area_struct *vma);
 bool uu_unwind_regs(struct uu_regs *regs);	/* false: use the kernel's stack */
 u64 uu_unwind_user_end(void);
 int uu_unwind_read(void *dst, u64 addr, size_t len);
+bool uu_vma_faultable(struct vm_area_struct *vma);	/* mmap_lock held */
+
+/* src/fetch.c: the thread that brings in what the callback missed. */
+int uu_fetch_init(void);		/* module init */
+void uu_fetch_exit(void);		/* module exit, after the last callback */
+void uu_fetch_file(struct file *file, pgoff_t index);	/* task context, never sleeps */
+void uu_fetch_user(unsigned long addr);			/* task context, never sleeps */
 int uu_unwind_region(u64 addr, struct uu_region *r);
 int uu_unwind_ordinary(u64 addr, u64 *start, u64 *end);
 
@@ -166,7 +173,7 @@ enum uu_stat {
 	UU_STAT_UNWIND_ROW_MISSES,	/* ... rows parsed: not in the row cache */
 	UU_STAT_UNWIND_CFI_ERRORS,	/* ... unwinds a bad table or the budget ended */
 	UU_STAT_UNWIND_TRUNCATED,	/* ... stacks cut short of their outermost frame */
-	UU_STAT_UNWIND_READS_UNFAULTED,	/* reads refused: would fault on a remote filesystem */
+	UU_STAT_UNWIND_READS_UNFAULTED,	/* user reads failed: page not mapped, fetch asked */
 	UU_STAT_UNWIND_TABLES_UNREAD,	/* frames whose table was unreadable: by frame pointer */
 	UU_STAT_UNWIND_POOL_BUSY,	/* no free work buffer: the kernel's stack recorded */
 	UU_STAT_REQUESTS_SKIPPED,	/* events after unwind_reset_info() on the way out */
@@ -177,6 +184,8 @@ enum uu_stat {
 	UU_STAT_UNWIND_TABLES_MADE,	/* files' tables made */
 	UU_STAT_UNWIND_TABLES_DROPPED,	/* files' tables dropped for memory (idle ones only) */
 	UU_STAT_UNWIND_TABLES_REFUSED,	/* files' tables not made or grown: table_kib, no memory */
+	UU_STAT_FETCHES_QUEUED,		/* pages the callback missed, asked of the fetch thread */
+	UU_STAT_FETCHES_DROPPED,	/* ... not asked: its queue was full */
 	UU_STAT_NR
 };
 

@@ -126,10 +126,15 @@ struct timespec64 uu_ctime(const struct inode *inode)
  * @vma: a VMA whose lock (or mmap_lock) the caller holds
  * @id: filled with the file's identity when it has one
  *
- * The identity is what /proc/PID/maps shows, device and inode number of the inode user
- * space sees (file_user_inode(): overlayfs's, not the layer's), with the inode's generation
- * and change time, which tell apart an inode number reused by another file and a file
- * rewritten in place. The change time is read without the inode lock: a read that races a
+ * The identity is that of the inode whose bytes the mapping holds and the unwinder reads
+ * (file_inode() of vm_file): device and inode number, with the inode's generation and
+ * change time, which tell apart an inode number reused by another file and a file
+ * rewritten in place. For a file of a stacked filesystem (overlayfs, FUSE passthrough),
+ * vm_file is the layer's real file (backing_file_mmap(), fs/backing-file.c), and that
+ * is the inode named here, not the one user space sees (file_user_inode(), whose change
+ * time overlayfs refreshes only for changes made through it): a layer's file rewritten
+ * underneath is a new identity. /proc/PID/maps shows the overlay's device and inode.
+ * The change time is read without the inode lock: a read that races a
  * change may mix the old and new time, which only makes a cookie no file_cache explains
  * yet, and the next stack reads it whole.
  *
@@ -153,7 +158,7 @@ struct file *uu_vma_file_id(struct vm_area_struct *vma, struct uu_file_id *id)
 	if (!file || vma_is_anonymous(vma) || (vma->vm_flags & (VM_PFNMAP | VM_IO)) ||
 	    (file_user_path(file)->mnt->mnt_flags & MNT_INTERNAL))
 		return NULL;
-	inode = file_user_inode(file);
+	inode = file_inode(file);
 	ctime = uu_ctime(inode);
 	*id = (struct uu_file_id) {
 		.ino = inode->i_ino,

@@ -35,8 +35,10 @@
  * finds the mark and records the entry's cookie with an empty stack (counted as
  * stacks_after_exec). Nothing is remembered per request, so nothing can be forgotten:
  * every exec with a request pending is seen. An exec that fails after its
- * point of no return kills the task; its callback, run from do_exit(), finds the half-built
- * new address space and the old registers, and records what it can unwind there.
+ * point of no return kills the task (force_fatal_sig(), fs/exec.c); its callback runs from
+ * get_signal(), which runs the task's work before it dequeues the SIGKILL
+ * (kernel/signal.c), finds the half-built new address space and the old registers, and
+ * records what it can unwind there.
  *
  * A request made after unwind_reset_info(), on the way out in exit_to_user_mode(), is served
  * at the task's next kernel exit, with the next entry's stack. Only two events fire there

@@ -171,6 +171,8 @@ mod tests {
             (Stat::UnwindTablesMade, c"unwind_tables_made"),
             (Stat::UnwindTablesDropped, c"unwind_tables_dropped"),
             (Stat::UnwindTablesRefused, c"unwind_tables_refused"),
+            (Stat::FetchesQueued, c"fetches_queued"),
+            (Stat::FetchesDropped, c"fetches_dropped"),
         ] {
             // SAFETY: C returns a static NUL-terminated string for every value.
             let got = unsafe { CStr::from_char_ptr(ffi::uu_stat_name(stat as u32)) };

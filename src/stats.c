@@ -49,6 +49,8 @@ static const char *const uu_stat_names[UU_STAT_NR] = {
 	[UU_STAT_UNWIND_TABLES_MADE] = "unwind_tables_made",
 	[UU_STAT_UNWIND_TABLES_DROPPED] = "unwind_tables_dropped",
 	[UU_STAT_UNWIND_TABLES_REFUSED] = "unwind_tables_refused",
+	[UU_STAT_FETCHES_QUEUED] = "fetches_queued",
+	[UU_STAT_FETCHES_DROPPED] = "fetches_dropped",
 };
 
 void uu_stat_add(enum uu_stat stat, unsigned long n)

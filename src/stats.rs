@@ -47,6 +47,12 @@ pub(crate) enum Stat {
     // Counted in C; named here for the KUnit check of the names.
     #[cfg_attr(not(CONFIG_KUNIT), allow(dead_code))]
     UnwindTablesRefused = 32,
+    // Counted in C; named here for the KUnit check of the names.
+    #[cfg_attr(not(CONFIG_KUNIT), allow(dead_code))]
+    FetchesQueued = 33,
+    // Counted in C; named here for the KUnit check of the names.
+    #[cfg_attr(not(CONFIG_KUNIT), allow(dead_code))]
+    FetchesDropped = 34,
 }
 
 /// The sum of `stat` over all CPUs.

@@ -203,7 +203,8 @@ struct uu_table *uu_table_alloc(size_t nwords, u64 **words)
 			goto full;
 		}
 	}
-	t = kvzalloc(bytes, GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN);
+	/* No direct reclaim: it may wait for I/O (writeback, a filesystem's shrinker). */
+	t = kvzalloc(bytes, GFP_NOWAIT | __GFP_NOWARN);
 	if (!t)
 		goto full;
 	t->nwords = nwords;

@@ -5,26 +5,26 @@
  * "unwinder").
  *
  * Context: the deferred-unwind callback, task context of current on its way back to user
- * space, where faults are allowed; inside the unwinder's SRCU read side, which module
- * unload waits for. So a read never waits for what user space controls:
+ * space, inside the unwinder's SRCU read side, which module unload waits for. So nothing
+ * here waits for I/O, nor for a lock that can be held across I/O (Documentation/
+ * user_unwind.rst, "What the callback can wait for"):
  *
  * - Only ordinary memory is read: never a VM_IO or VM_PFNMAP mapping (a device's
  *   registers, where a read may clear or pop what the program never asked to read);
  *   uu_unwind_ordinary() says where, and the Rust side asks it before it reads a mapping
  *   it has not checked in this stack.
- * - A read is made without faulting first. A page not mapped yet is faulted in only under
- *   mmap_lock (tried, never waited for), after checking, under that lock, that the VMA
- *   holding it is anonymous memory or a file of a local filesystem (block-backed, tmpfs,
- *   ramfs) and not registered with userfaultfd: no VMA can change while mmap_lock is held
- *   for reading (every change write-locks it), so the fault is taken on the VMA that was
- *   checked, and handle_mm_fault() is called without FAULT_FLAG_ALLOW_RETRY. A fault there
- *   waits for local I/O at most. Elsewhere (FUSE, NFS, userfaultfd, a contended mmap_lock)
- *   the read fails: the frame falls back to the frame-pointer rule or ends the stack, and
- *   a later stack, after the program touched the page, gets it.
+ * - User memory is read without faulting (copy_from_user_nofault()). A page not mapped
+ *   now is asked of the fetch thread (src/fetch.c), which faults it in, without waiting
+ *   for its I/O, where the VMA is anonymous memory or a file of a local filesystem
+ *   (block-backed, tmpfs, ramfs) and not registered with userfaultfd; the stack ends at
+ *   that frame (reason "read") and a later stack gets the page.
  * - Unwind tables are read from the file's page cache (uu_unwind_object_*()), never from
  *   the process's mapping, which may hold its private copy-on-write copy: what the
- *   caches share is the file's content. Pages not cached are read from the disk of a
- *   block-backed filesystem only.
+ *   caches share is the file's content. Only folios cached and up to date are read (an
+ *   RCU lookup, no folio lock); a page not cached is asked of the fetch thread (read
+ *   ahead from a local filesystem) and the stack ends at that frame.
+ * - Locks are tried, never waited for (mmap_read_trylock(), lock_vma_under_rcu()), except
+ *   spinlocks and mutexes held for CPU work only.
  */
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -40,6 +40,7 @@
 #include <linux/userfaultfd_k.h>
 #include <linux/uaccess.h>
 #include <asm/ptrace.h>
+#include <asm/vdso.h>
 #include <user_unwind.h>
 
 enum {
@@ -116,8 +117,11 @@ static bool uu_sb_local(const struct super_block *sb)
 	       sb->s_magic == RAMFS_MAGIC;
 }
 
-/* Whether a fault on @vma's pages can only wait for local I/O. */
-static bool uu_vma_faultable(struct vm_area_struct *vma)
+/*
+ * Whether the fetch thread may fault @vma's pages (src/fetch.c): ordinary memory, of a
+ * local filesystem or anonymous. Context: mmap_lock held.
+ */
+bool uu_vma_faultable(struct vm_area_struct *vma)
 {
 	if (!uu_vma_ordinary(vma) || userfaultfd_armed(vma))
 		return false;
@@ -174,56 +178,17 @@ int uu_unwind_ordinary(u64 addr, u64 *start, u64 *end)
 	return ret;
 }
 
-/*
- * Faults in the pages of [@addr, @addr + @len) of current and reads them, all under
- * mmap_lock (see the top of this file). @len is at most a page.
- */
-static int uu_read_faulting(void *dst, u64 addr, size_t len)
-{
-	const void __user *src = (const void __user *)(unsigned long)addr;
-	struct mm_struct *mm = current->mm;
-	struct vm_area_struct *vma;
-	u64 page;
-	int ret = -EAGAIN;
-
-	if (!mm || !mmap_read_trylock(mm)) {
-		uu_stat_add(UU_STAT_UNWIND_READS_UNFAULTED, 1);
-		return -EAGAIN;
-	}
-	vma = vma_lookup(mm, addr);
-	if (!vma || addr + len > vma->vm_end) {
-		ret = -EFAULT;
-		goto out;
-	}
-	if (!uu_vma_faultable(vma)) {
-		uu_stat_add(UU_STAT_UNWIND_READS_UNFAULTED, 1);
-		goto out;
-	}
-	for (page = addr & PAGE_MASK; page < addr + len; page += PAGE_SIZE) {
-		/* No FAULT_FLAG_ALLOW_RETRY: the lock is never dropped, the VMA stays. */
-		if (fixup_user_fault(mm, page, 0, NULL)) {
-			ret = -EFAULT;
-			goto out;
-		}
-	}
-	/* A page reclaimed since is not faulted again: the next stack gets it. */
-	ret = copy_from_user_nofault(dst, src, len) ? -EAGAIN : 0;
-out:
-	mmap_read_unlock(mm);
-	return ret;
-}
-
 /**
  * uu_unwind_read - read current's user memory for the unwinder
  * @dst: destination
  * @addr: user address, in memory uu_unwind_ordinary() accepted
- * @len: bytes
+ * @len: bytes, at most a page
  *
- * Without faulting first; then, for a page not mapped yet, faulting where that can only
- * wait for local I/O (see the top of this file).
+ * Never faults: a page not mapped now is asked of the fetch thread (src/fetch.c), which
+ * faults it in for a later stack (see the top of this file).
  *
- * Context: task, the deferred-unwind callback, may fault.
- * Return: 0, -EFAULT, or -EAGAIN when the page would need a fault this does not take.
+ * Context: task, the deferred-unwind callback; never sleeps.
+ * Return: 0, -EFAULT, or -EAGAIN when a page is not mapped now (unwind_reads_unfaulted).
  */
 int uu_unwind_read(void *dst, u64 addr, size_t len)
 {
@@ -233,7 +198,13 @@ int uu_unwind_read(void *dst, u64 addr, size_t len)
 		return 0;
 	if (addr >= TASK_SIZE_MAX || !len || len > PAGE_SIZE)
 		return -EFAULT;
-	return uu_read_faulting(dst, addr, len);
+	uu_stat_add(UU_STAT_UNWIND_READS_UNFAULTED, 1);
+	/* The first page that failed; the next stack asks for the other if need be. */
+	if (copy_from_user_nofault(dst, src, 1))
+		uu_fetch_user(addr);
+	else
+		uu_fetch_user(PAGE_ALIGN(addr + 1));
+	return -EAGAIN;
 }
 
 /* Whether @vma is the vDSO: the special mapping that names itself so, as in /proc/PID/maps. */
@@ -247,6 +218,22 @@ static bool uu_vma_is_vdso(struct vm_area_struct *vma)
 	return name && !strcmp(name, "[vdso]");
 }
 
+/*
+ * The identity of the vDSO image current maps: one special mapping named "[vdso]" serves
+ * the 64-bit, 32-bit and x32 images (arch/x86/entry/vdso/vma.c), and a 64-bit task may
+ * swap its own for the 32-bit one (arch_prctl(ARCH_MAP_VDSO_32)), so the name is no key.
+ * The image (mm->context.vdso_image, set by map_vdso()) and its size are; the pointer is
+ * only hashed into a cache key under the module's secret, never recorded.
+ */
+static void uu_vdso_id(struct uu_file_id *id)
+{
+	const struct vdso_image *image = READ_ONCE(current->mm->context.vdso_image);
+
+	memset(id, 0, sizeof(*id));
+	id->ino = (unsigned long)image;
+	id->ctime_sec = image ? image->size : 0;
+}
+
 static void uu_fill_region(struct vm_area_struct *vma, struct uu_region *r)
 {
 	r->start = vma->vm_start;
@@ -255,8 +242,10 @@ static void uu_fill_region(struct vm_area_struct *vma, struct uu_region *r)
 	r->kind = UU_REGION_ANON;
 	if (uu_vma_file_id(vma, &r->id))
 		r->kind = UU_REGION_FILE;
-	else if (uu_vma_is_vdso(vma) && !vma->vm_pgoff)
+	else if (uu_vma_is_vdso(vma) && !vma->vm_pgoff) {
 		r->kind = UU_REGION_VDSO;
+		uu_vdso_id(&r->id);
+	}
 }
 
 /**
@@ -362,6 +351,7 @@ int uu_unwind_object_open(u64 addr, struct uu_object *o)
 		o->start = vma->vm_start;
 		o->size = vma->vm_end - vma->vm_start;
 		o->kind = UU_REGION_VDSO;
+		uu_vdso_id(&o->id);
 		ret = 0;
 	}
 out:
@@ -373,9 +363,10 @@ out:
 }
 
 /*
- * Holds in @o the folio of its file that holds @offset: from the page cache, or read from
- * the disk of a block-backed filesystem (a wait for the device only). Successive reads of
- * a table mostly fall in one folio, which is then found without a page cache lookup.
+ * Holds in @o the folio of its file that holds @offset, if its page cache has it up to
+ * date (a lookup under RCU: no lock, no wait); else asks the fetch thread to read it, for
+ * a later stack, and fails. Successive reads of a table mostly fall in one folio, which is
+ * then found without a page cache lookup.
  */
 static int uu_object_folio(struct uu_object *o, u64 offset)
 {
@@ -394,12 +385,9 @@ static int uu_object_folio(struct uu_object *o, u64 offset)
 		folio = ERR_PTR(-EAGAIN);
 	}
 	if (IS_ERR(folio)) {
-		if (!(file_inode(o->file)->i_sb->s_type->fs_flags & FS_REQUIRES_DEV) ||
-		    !mapping->a_ops->read_folio)
-			return -EAGAIN;
-		folio = read_cache_folio(mapping, index, NULL, o->file);
-		if (IS_ERR(folio))
-			return PTR_ERR(folio);
+		if (uu_sb_local(file_inode(o->file)->i_sb) && mapping->a_ops->read_folio)
+			uu_fetch_file(o->file, index);
+		return -EAGAIN;
 	}
 	o->folio = folio;
 	return 0;
@@ -463,7 +451,7 @@ bool uu_unwind_object_settled(struct uu_object *o)
 	bool stable = false;
 
 	if (o->kind == UU_REGION_FILE) {
-		ctime = uu_ctime(file_user_inode(o->file));
+		ctime = uu_ctime(file_inode(o->file));
 		stable = !o->writers && atomic_read(&file_inode(o->file)->i_writecount) <= 0 &&
 			 ctime.tv_sec == o->id.ctime_sec && ctime.tv_nsec == o->id.ctime_nsec;
 	} else if (o->kind == UU_REGION_VDSO && mm) {

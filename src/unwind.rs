@@ -18,7 +18,7 @@
 use crate::ffi;
 use crate::logic::cfi::step::Regs;
 use crate::logic::cfi::{CfiError, Memory};
-use crate::logic::frames::name_cookie;
+use crate::logic::frames::vdso_key;
 use crate::logic::ftable::{self, Add};
 use crate::logic::unwinder::{unwind, Caches, End, Region, Task, Workspace, MAX_FRAMES};
 use crate::stack::{self, Ip, KnownVma, COOKIES};
@@ -382,7 +382,7 @@ impl Task for Current<'_> {
                 }
                 Some(cookie)
             }
-            ffi::UU_REGION_VDSO => Some(name_cookie(b"[vdso]", &self.keys.name)),
+            ffi::UU_REGION_VDSO => Some(vdso_key(&r.id, &self.keys.name)),
             _ => None,
         };
         Ok(r.pgoff.checked_shl(PAGE_SHIFT as u32).map(|offset| Region {
@@ -409,7 +409,7 @@ impl Task for Current<'_> {
         }
         let key = match o.kind {
             ffi::UU_REGION_FILE => COOKIES.cookie(&o.id, &self.keys.file),
-            _ => name_cookie(b"[vdso]", &self.keys.name),
+            _ => vdso_key(&o.id, &self.keys.name),
         };
         self.object = Some(o);
         self.object_block_at = u64::MAX;

@@ -144,6 +144,8 @@ mod ffi {
         );
         pub(crate) fn uu_files_init() -> c_int;
         pub(crate) fn uu_files_exit();
+        pub(crate) fn uu_fetch_init() -> c_int;
+        pub(crate) fn uu_fetch_exit();
         pub(crate) fn uu_emit_file_cache(
             cookie: u64,
             path: *const u8,
@@ -264,10 +266,12 @@ impl Drop for Part {
 struct UserUnwind {
     // Dropped in this order: first no more switching (`options/userstacktrace_delay`
     // removed, events off), then no more requests or callbacks (the deferred-unwind work
-    // cancelled, every callback finished), then no more following of buffer resets (which
-    // no callback can need any more).
+    // cancelled, every callback finished), then no more fetching of pages the callbacks
+    // missed (src/fetch.c), then no more following of buffer resets (which no callback
+    // can need any more).
     _option: Part,
     _hook: Part,
+    _fetch: Part,
     _files: Part,
 }
 
@@ -292,11 +296,12 @@ impl kernel::Module for UserUnwind {
         let enable = module_parameters::enable.value();
         // SAFETY: Each pair is a matching init/exit of the C half, called in task context;
         // `uu_hook_init()` needs the symbols resolved above.
-        let (files, hook) = unsafe {
+        let (files, fetch, hook) = unsafe {
             let files = Part::new(|| ffi::uu_files_init(), ffi::uu_files_exit)?;
+            let fetch = Part::new(|| ffi::uu_fetch_init(), ffi::uu_fetch_exit)?;
             let hook = Part::new(|| ffi::uu_hook_init(), ffi::uu_hook_exit)
                 .inspect_err(|e| pr_err!("unwind_deferred_init failed: {:?}\n", e))?;
-            (files, hook)
+            (files, fetch, hook)
         };
         // Requests start only now, with everything they use set up, even if the events
         // were enabled while the module was loading (set_event ":mod:user_unwind").
@@ -312,6 +317,7 @@ impl kernel::Module for UserUnwind {
         Ok(UserUnwind {
             _option: option,
             _hook: hook,
+            _fetch: fetch,
             _files: files,
         })
     }

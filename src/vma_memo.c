@@ -56,7 +56,7 @@ struct uu_memo_vma {
 	u64 start;
 	u64 end;
 	u64 pgoff;
-	const struct inode *inode;	/* file_user_inode() of the VMA's file */
+	const struct inode *inode;	/* file_inode() of the VMA's file (uu_vma_file_id()) */
 	struct file *file;		/* the VMA's file, no reference held */
 	struct uu_file_id id;
 };
@@ -303,7 +303,7 @@ void uu_vma_memo_note(struct vm_area_struct *vma, const struct uu_file_id *id)
 		.start = vma->vm_start,
 		.end = vma->vm_end,
 		.pgoff = vma->vm_pgoff,
-		.inode = file_user_inode(vma->vm_file),
+		.inode = file_inode(vma->vm_file),
 		.file = vma->vm_file,
 		.id = *id,
 	};

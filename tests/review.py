@@ -16,10 +16,13 @@ import unwind  # noqa: E402
 from unwind import CHAINS, LDSO, START, cookies, match, show, stacks, symbolize  # noqa: E402
 from unwind import truncations  # noqa: E402
 
-# The guest's /usr/bin/uu_review is the host's build (tests/unwind.py's table of them).
+# The guest's /usr/bin/uu_review is the host's build (tests/unwind.py's table of them), and
+# the suspended device's libc a copy of the host's.
 unwind.GUEST_PROG.setdefault("/usr/bin/uu_review", "uu_review")
+unwind.GUEST_PROG.setdefault("/mnt/dm/libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6")
 
 MEMO_CHAIN = ["getppid", "mm_b", "mm_a"] + START
+VCLOCK_CHAIN = ["clock_gettime", "vc_b", "vc_a"] + START
 EXEC_CHAIN = ["execve", "ex_b", "ex_a"] + START
 POISON_CHAIN = ["getppid", "po_b", "po_a"] + START
 # The honest program of the poisoning tests: uu_nofp chain 40, then uu_nofp thread 40.
@@ -316,6 +319,78 @@ def check_uffd(check_fn, s, parse_trace, values, prog, cache):
              and v.get("in_modules") == "0" and "uffd ready" in v.get("uffd", ""), str(v))
 
 
+def check_vdso32(check_fn, s, parse_trace, values, prog, cache):
+    """7: a 64-bit task's 32-bit vDSO does not change how other tasks' vDSO frames unwind."""
+    out = values(s.get("REVIEW_VDSO32_OUT", [])).get("out", "")
+    check_fn("review: vdso32: a task maps the 32-bit vDSO and makes 20 calls from a stack "
+             "whose return address points into it", re.search(r"vdso32 at \w+ calls 20", out),
+             out)
+    for name in ("REVIEW_VCLOCK_BASE", "REVIEW_VCLOCK"):
+        events = parse_trace(s.get(name, []))
+        mine = by_cookie(events, "uu_review")
+        cut = truncations(events)
+        done = [f for c, f in mine if c not in cut]
+        # The vDSO's frame, then the program's chain from vc_b out.
+        good = [f for f in done if f and f[0][1] == "[vdso]"
+                and is_chain(symbolize(f[1:], prog, cache), VCLOCK_CHAIN)]
+        check_fn(f"review: vdso32: {name}: clock_gettime's system calls from the vDSO, 40 "
+                 "stacks, each complete through the vDSO to _start", len(mine) >= 40
+                 and len(good) == len(mine),
+                 f"{len(mine)} stacks, {len(good)} good, cut {len(mine) - len(done)}; e.g. "
+                 f"{[show(symbolize(f, prog, cache)) for _, f in mine[:1]]}")
+    base = grew(s, "REVIEW_VCLOCK_BASE", "unwind_fp_frames")
+    grown = grew(s, "REVIEW_VCLOCK", "unwind_fp_frames")
+    check_fn("review: vdso32: no frame of the honest program is unwound by the frame-pointer "
+             "rule, before or after it (unwind_fp_frames does not grow)",
+             base == 0 and grown == 0, f"grew {base} before, {grown} after")
+
+
+def check_dm(check_fn, s, parse_trace, values, prog, cache):
+    """8: a stack that needs a page of a file on a suspended device: the call returns, the
+    stack is cut there (reason read), rmmod returns, and stacks are complete once resumed."""
+    v = values(s.get("REVIEW_DM_SETUP", []))
+    check_fn("review: dm: libc's copy on ext4 over a device-mapper target over a loop device "
+             "is mounted", v.get("status") == "0", str(v))
+    if v.get("status") != "0":
+        return
+    v = values(s.get("REVIEW_DM", []))
+    check_fn("review: dm: getppid with the stack pointer in an uncached page of a file on the "
+             "suspended target returns (20 calls, within 10 s)",
+             v.get("returned") == "yes" and v.get("status") == "0"
+             and "mapstack calls 20" in v.get("out", ""), str(v))
+    events = parse_trace(s.get("REVIEW_DM", []))
+    cut = truncations(events)
+    mine = by_cookie(events, "uu_review")
+    wrong = []
+    for cookie, frames in mine:
+        names = symbolize(frames, prog, cache)
+        if not (names and "uf_call" in names[0] and cut.get(cookie) == (len(names), "read")):
+            wrong.append((show(names), cut.get(cookie)))
+    check_fn("review: dm: each of its stacks ends at uf_call, cut short with reason read",
+             len(mine) >= 20 and not wrong, f"{len(mine)} stacks, {len(wrong)} wrong, "
+             f"e.g. {wrong[:2]}")
+    queued = grew(s, "REVIEW_DM", "fetches_queued")
+    check_fn("review: dm: the missing page was asked of the fetch thread (fetches_queued "
+             "grows)", queued is not None and queued >= 1, f"grew {queued}")
+    v = values(s.get("REVIEW_DM_RMMOD", []))
+    seconds = float(v.get("seconds", "inf"))
+    check_fn("review: dm: rmmod while such calls go on returns within 5 s",
+             v.get("returned") == "yes" and seconds <= 5 and v.get("rmmod_status") == "0"
+             and v.get("in_modules") == "0", str(v))
+    events = parse_trace(s.get("REVIEW_DM_RESUMED", []))
+    status = values(s.get("REVIEW_DM_RESUMED", [])).get("status")
+    cut = truncations(events)
+    mine = [(c, f) for c, f in by_cookie(events, "uu_nofp")]
+    complete = [c for c, f in mine if c not in cut
+                and is_chain(symbolize(f, prog, cache), CHAINS["UNWIND_CHAIN"])]
+    others = sorted({cut.get(c, (0, "complete"))[1] for c, _ in mine if c not in complete})
+    check_fn("review: dm: resumed, a program whose libc is that copy (its pages dropped): "
+             "its stacks are complete once the pages are in, the others cut with reason read",
+             status == "0" and len(mine) == 40 and len(complete) >= 30
+             and mine[-1][0] in complete and others in ([], ["read"]),
+             f"status {status}, {len(mine)} stacks, {len(complete)} complete, others {others}")
+
+
 def check(s, prog, check_fn=None, parse_trace=None, values=None):
     # tests/e2e.py's check, parse_trace and values: it runs as __main__, or imported.
     main = sys.modules.get("e2e") or sys.modules["__main__"]
@@ -333,7 +408,7 @@ def check(s, prog, check_fn=None, parse_trace=None, values=None):
     check_fn("review: the module loads with the .eh_frame unwinder",
              v.get("insmod_status") == "0" and v.get("unwinder") == "eh_frame", str(v))
     for fn in (check_loader, check_memo, check_devmem, check_exec, check_poison, check_churn,
-               check_uffd):
+               check_vdso32, check_dm, check_uffd):
         fn(check_fn, s, parse_trace, values, prog, cache)
 
 

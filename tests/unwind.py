@@ -95,8 +95,10 @@ class Symbols:
         return set()
 
 
-# The file UNWIND_REWRITE rewrites in place with either build: told apart by build-id.
+# The file UNWIND_REWRITE rewrites in place with either build: told apart by build-id; and
+# the same file in UNWIND_OVERLAY's overlay mount.
 REWRITTEN = "/tmp/uulib/libuunofpdl.so"
+OVERLAID = "/tmp/ovl/merged/libuunofpdl.so"
 REWRITE_BUILDS = ("libuunofpdl.so", "libuunofpdl2.so")
 
 
@@ -106,7 +108,7 @@ def build_id(path):
 
 
 def host_path(path, prog):
-    if path.startswith(REWRITTEN + "#"):
+    if path.startswith((REWRITTEN + "#", OVERLAID + "#")):
         want = path.split("#", 1)[1]
         for name in REWRITE_BUILDS:
             if build_id(os.path.join(prog, name)) == want:
@@ -123,7 +125,8 @@ def stacks(events):
     paths, parts, order, comm = {}, collections.defaultdict(list), [], {}
     for e in events:
         if e["event"] == "file_cache" and "path" in e:
-            paths[e["cookie"]] = e["path"] + ("#" + e["build_id"] if e["path"] == REWRITTEN
+            paths[e["cookie"]] = e["path"] + ("#" + e["build_id"]
+                                              if e["path"] in (REWRITTEN, OVERLAID)
                                               else "")
         elif e["event"] == "user_unwind_stack":
             m = re.search(r"frames (\d+)-\d+ of \d+", e["rest"])
@@ -185,6 +188,23 @@ def show(names):
 def match(want, names):
     """Whether a frame's names are the chain's entry `want` (a name or alternatives)."""
     return any(w in names for w in (want if isinstance(want, tuple) else (want,)))
+
+
+def check_overlay(check_fn, s, parse_trace, values, prog, cache):
+    """UNWIND_OVERLAY: a layer's file rewritten underneath an overlay mount is a new file:
+    the stacks through its new content are complete, under its new build-id."""
+    v = values(s.get("UNWIND_OVERLAY_MOUNT", []))
+    check_fn("unwinder: overlay: the library's layer is mounted", v.get("status") == "0", str(v))
+    builds = {name: build_id(os.path.join(prog, name)) for name in REWRITE_BUILDS}
+    for section, n, build in (("UNWIND_OVERLAY_V1", 10, REWRITE_BUILDS[0]),
+                              ("UNWIND_OVERLAY_V2", 20, REWRITE_BUILDS[1])):
+        events = parse_trace(s.get(section, []))
+        check_chain(check_fn, f"overlay: {section}", events, CHAINS["UNWIND_DL"], prog, cache,
+                    min_stacks=n)
+        seen = {e["build_id"] for e in events
+                if e["event"] == "file_cache" and e.get("path") == OVERLAID}
+        check_fn(f"unwinder: overlay: {section}'s file_cache names {build}'s build-id",
+                 seen == {builds[build]}, f"{seen} != {builds[build]}")
 
 
 def check_chain(check, name, events, chain, prog, cache, comm="uu_nofp", min_stacks=10,
@@ -307,6 +327,7 @@ def check(s, prog, check_fn=None, parse_trace=None, values=None, hostile=None):
     check_fn("unwinder: each content of the rewritten file has its own cookie, both builds seen",
              len({c for c, _ in versions}) >= 6 and len({b for _, b in versions}) == 2,
              f"{len(versions)} (cookie, build-id) pairs: {sorted(versions)[:8]}")
+    check_overlay(check_fn, s, parse_trace, values, prog, cache)
     check_swap_and_exec(check_fn, s, parse_trace, values, prog, cache)
     check_bash(check_fn, parse_trace(s.get("UNWIND_BASH", [])), prog, cache)
     if hostile is None:

@@ -35,8 +35,9 @@ pub const COOKIE_NO_FILE: u64 = 1;
 /// takes at most 6 bits.
 pub const CHUNK_FRAMES: usize = 64;
 
-/// The identity of a mapped file: what `/proc/PID/maps` shows (the device and inode number
-/// of the inode user space sees, overlayfs's rather than the layer's), and what tells apart
+/// The identity of a mapped file: the device and inode number of the inode whose bytes the
+/// mapping holds (for overlayfs, the layer's real file, not the overlay inode
+/// `/proc/PID/maps` shows: `uu_vma_file_id()` in `src/files.c`), and what tells apart
 /// two files behind those numbers: the inode's generation (a filesystem that reuses an
 /// inode number gives the new inode another generation, or at least another change time)
 /// and its change time, which moves whenever the file's contents or metadata change and
@@ -130,6 +131,17 @@ fn unreserved(hash: u64) -> u64 {
 /// tracking.
 pub fn name_cookie(name: &[u8], key: &SipKey) -> u64 {
     unreserved(siphash(name, key))
+}
+
+/// The unwinder's cache key of a vDSO image: SipHash-2-4 of `[vdso]` and the image's
+/// identity (`image`: which image the task maps and its size, as `src/unwind.c` fills it),
+/// under the name key. One mapping name serves several images (64-bit, 32-bit, x32), whose
+/// tables differ: each image is a key of its own.
+pub fn vdso_key(image: &FileId, key: &SipKey) -> u64 {
+    let mut bytes = [0u8; 6 + 28];
+    bytes[..6].copy_from_slice(b"[vdso]");
+    bytes[6..].copy_from_slice(&image.to_bytes());
+    unreserved(siphash(&bytes, key))
 }
 
 /// Bits of a frame's value, signed: every value is in `[-2^57, 2^57)` as an `i64` (a
@@ -887,6 +899,21 @@ mod tests {
             frames(&rec),
             [(0x1008, COOKIE_NO_MAPPING), (0x2008, COOKIE_NO_MAPPING)]
         );
+    }
+
+    #[test]
+    fn vdso_keys_are_per_image() {
+        let image = |ino, size| FileId {
+            ino,
+            ctime_sec: size,
+            ..FileId::default()
+        };
+        let v64 = vdso_key(&image(0xffff_ffff_8200_0000, 8192), &TEST_KEY);
+        assert_eq!(v64, vdso_key(&image(0xffff_ffff_8200_0000, 8192), &TEST_KEY));
+        assert_ne!(v64, vdso_key(&image(0xffff_ffff_8200_1000, 8192), &TEST_KEY));
+        assert_ne!(v64, vdso_key(&image(0xffff_ffff_8200_0000, 4096), &TEST_KEY));
+        assert_ne!(v64, name_cookie(b"[vdso]", &TEST_KEY));
+        assert!(v64 > COOKIE_NO_FILE);
     }
 
     #[test]

@@ -1125,10 +1125,12 @@ impl<'a, T: Task> Unwind<'a, T> {
         });
         let (info, read) = match known {
             Some(info) => (info, None),
-            None => {
-                let info = self.read_table()?;
-                (info, Some(info))
-            }
+            None => match self.read_table()? {
+                Some(info) => (info, Some(info)),
+                // Headers the unwinder does not read: no table for this lookup, and no
+                // description for the caches (the next lookup reads the headers again).
+                None => (TableInfo::default(), None),
+            },
         };
         let Some(vaddr) = info.object.vaddr(offset) else {
             return Ok((Lookup::NoFde, read));
@@ -1163,15 +1165,17 @@ impl<'a, T: Task> Unwind<'a, T> {
     }
 
     /// The open object's segments, entry point and `.eh_frame_hdr`, from its file; an
-    /// object whose headers or `.eh_frame_hdr` are unusable has no table.
-    fn read_table(&mut self) -> Result<TableInfo, CfiError> {
+    /// object whose `.eh_frame_hdr` is unusable has no table; `None` for an object whose
+    /// ELF headers the unwinder does not read (not ELF64 x86-64, say, as the 32-bit vDSO
+    /// a 64-bit task can map): nothing is known of it, so nothing about it may be cached.
+    fn read_table(&mut self) -> Result<Option<TableInfo>, CfiError> {
         let object = match read_object(&mut FileOf(&mut *self.task), &mut self.budget) {
             Ok(object) => object,
-            Err(CfiError::Unsupported | CfiError::Malformed) => return Ok(TableInfo::default()),
+            Err(CfiError::Unsupported | CfiError::Malformed) => return Ok(None),
             Err(e) => return Err(e),
         };
         let Some(at) = object.eh_frame_hdr else {
-            return Ok(TableInfo { object, hdr: None });
+            return Ok(Some(TableInfo { object, hdr: None }));
         };
         let mut mem = ObjectOf {
             task: &mut *self.task,
@@ -1182,7 +1186,7 @@ impl<'a, T: Task> Unwind<'a, T> {
             Err(CfiError::NoFde | CfiError::Unsupported | CfiError::Malformed) => None,
             Err(e) => return Err(e),
         };
-        Ok(TableInfo { object, hdr })
+        Ok(Some(TableInfo { object, hdr }))
     }
 
     /// The frame-pointer rule, where no table covers a frame.

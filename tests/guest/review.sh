@@ -159,6 +159,104 @@ result bad_status $bad
 result value "$(cat $P)"
 result kib "$kib"
 
+# 7. The 32-bit vDSO (fourth review): a 64-bit task swaps its vDSO for the 32-bit image
+# and makes system calls from a stack whose return address points into it; then an honest
+# program's system calls made from the vDSO's own code (its clock_gettime fallback): its
+# vDSO frames are unwound by the 64-bit image's CFI, never by the frame-pointer rule.
+review_stats REVIEW_VCLOCK_BASE_BEFORE
+traced REVIEW_VCLOCK_BASE 'id == 228' timeout -s KILL 60 uu_review vclock 40
+review_stats REVIEW_VCLOCK_BASE_AFTER
+traced REVIEW_VDSO32 'id == 110' sh -c 'timeout -s KILL 60 uu_review vdso32 20 >/tmp/vdso32.out 2>&1'
+section REVIEW_VDSO32_OUT
+result out "$(tr '\n' ' ' </tmp/vdso32.out)"
+review_stats REVIEW_VCLOCK_BEFORE
+traced REVIEW_VCLOCK 'id == 228' timeout -s KILL 60 uu_review vclock 40
+review_stats REVIEW_VCLOCK_AFTER
+
+# 8. A device that never answers (fourth review): a copy of libc on ext4 over a device-
+# mapper target, its pages dropped, the target suspended; a task makes getppid with its
+# stack pointer in an uncached page of that file. The call returns, its stack cut at that
+# frame (reason read); rmmod returns within 5 s while such calls go on; after the target
+# is resumed, stacks through that libc (loaded from the device) are complete. A task
+# stuck anyway (the module waiting for the device) is released by resuming the target
+# after 10 s, so that the run goes on and says so.
+# dm_wait PID SECONDS: whether PID ended within SECONDS ("yes" or "no").
+dm_wait() {
+	i=0
+	while kill -0 "$1" 2>/dev/null && [ $i -lt $(($2 * 10)) ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -0 "$1" 2>/dev/null && echo no || echo yes
+}
+DM=/mnt/dm
+mkdir -p $DM
+dm_status=missing
+if [ -f /lib/uu-dm.img ]; then
+	[ -e /dev/mapper/control ] || { mkdir -p /dev/mapper; mknod /dev/mapper/control c 10 236; }
+	losetup /dev/loop0 /lib/uu-dm.img &&
+		dmsetup --noudevsync --noudevrules create uu \
+			--table "0 $(($(stat -c %s /lib/uu-dm.img) / 512)) linear /dev/loop0 0" &&
+		mount -t ext4 -o ro "$(ls /dev/dm-* | head -n1)" $DM && dm_status=0
+fi
+section REVIEW_DM_SETUP
+result status $dm_status
+if [ "$dm_status" = 0 ]; then
+	echo 3 >/proc/sys/vm/drop_caches
+	dmsetup --noudevsync suspend --noflush --nolockfs uu
+	review_stats REVIEW_DM_BEFORE
+	review_begin 'id == 110'
+	timeout -s KILL 15 uu_review mapstack $DM/libc.so.6 20 >/tmp/dm.out 2>&1 &
+	pid=$!
+	t0=$(up)
+	returned=$(dm_wait $pid 10)
+	t1=$(up)
+	[ "$returned" = yes ] || dmsetup --noudevsync resume uu
+	wait $pid
+	status=$?
+	review_end REVIEW_DM
+	result returned $returned
+	result status $status
+	result seconds "$(awk -v a=$t0 -v b=$t1 'BEGIN {print b - a}')"
+	result out "$(tr '\n' ' ' </tmp/dm.out)"
+	cat $T/trace
+	review_stats REVIEW_DM_AFTER
+	# rmmod while a task keeps making such calls (the target still suspended).
+	echo 3 >/proc/sys/vm/drop_caches
+	dmsetup --noudevsync suspend --noflush --nolockfs uu 2>/dev/null
+	review_begin 'id == 110'
+	timeout -s KILL 30 uu_review mapstack $DM/libc.so.6 300 >/tmp/dm2.out 2>&1 &
+	pid=$!
+	sleep 1
+	t0=$(up)
+	rmmod user_unwind &
+	rm=$!
+	returned=$(dm_wait $rm 5)
+	t1=$(up)
+	[ "$returned" = yes ] || dmsetup --noudevsync resume uu
+	rmstatus=hung
+	[ "$(dm_wait $rm 10)" = yes ] && { wait $rm; rmstatus=$?; }
+	echo 0 >$T/tracing_on
+	[ ! -e $OPT ] || echo 0 >$OPT
+	sys_enter_off
+	kill $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	section REVIEW_DM_RMMOD
+	result returned $returned
+	result seconds "$(awk -v a=$t0 -v b=$t1 'BEGIN {print b - a}')"
+	result rmmod_status $rmstatus
+	result in_modules "$(grep -c '^user_unwind ' /proc/modules)"
+	# Resumed: a program whose libc is that copy, its pages dropped once more.
+	dmsetup --noudevsync resume uu 2>/dev/null
+	grep -q '^user_unwind ' /proc/modules || insmod /lib/modules/user_unwind.ko
+	echo global >$T/trace_clock
+	echo 3 >/proc/sys/vm/drop_caches
+	traced REVIEW_DM_RESUMED 'id == 110' env LD_LIBRARY_PATH=$DM timeout -s KILL 60 uu_nofp chain 40
+	umount $DM
+	dmsetup --noudevsync remove uu
+	losetup -d /dev/loop0
+fi
+
 # 1. userfaultfd: a task makes getppid with its stack pointer in anonymous memory registered
 # with userfaultfd (missing pages, never served): the call must return, its stack cut
 # short, while another task's stacks stay complete. Then rmmod while such a task is traced

@@ -29,6 +29,24 @@ traced UNWIND_REWRITE 'id == 110' sh -c 'for i in 1 2 3 4 5 6; do
 	LD_LIBRARY_PATH=/tmp/uulib uu_nofp dl 5 || exit 1
 done'
 result rewrite_inode "$(stat -c %i /tmp/uulib/libuunofpdl.so)"
+# The same library in the lower layer of an overlay mount (containers run on overlayfs),
+# run through the mount while another process holds it open (the overlay inode stays
+# cached), then rewritten in the layer underneath with the other build (dd conv=notrunc:
+# the real inode's change time moves, the overlay inode's does not): the second run's
+# stacks are the new build's, complete, under a file_cache with its build-id.
+mkdir -p /tmp/ovl/a /tmp/ovl/b /tmp/ovl/merged
+cat /usr/lib/libuunofpdl.so >/tmp/ovl/a/libuunofpdl.so
+mount -t overlay overlay -o lowerdir=/tmp/ovl/a:/tmp/ovl/b /tmp/ovl/merged
+section UNWIND_OVERLAY_MOUNT
+result status $?
+sleep 600 </tmp/ovl/merged/libuunofpdl.so &
+holder=$!
+traced UNWIND_OVERLAY_V1 'id == 110' env LD_LIBRARY_PATH=/tmp/ovl/merged uu_nofp dl 10
+dd if=/usr/lib/libuunofpdl2.so of=/tmp/ovl/a/libuunofpdl.so conv=notrunc 2>/dev/null
+traced UNWIND_OVERLAY_V2 'id == 110' env LD_LIBRARY_PATH=/tmp/ovl/merged uu_nofp dl 20
+kill $holder
+wait $holder 2>/dev/null
+umount /tmp/ovl/merged
 # Two different library files in turn in one process, each dlopened where the other was
 # just closed; and a program that execs another whose code lies at the same addresses.
 traced UNWIND_DLSWAP 'id == 110' sh -c 'uu_nofp dlswap 40 >/tmp/dlswap.out; true'

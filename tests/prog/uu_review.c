@@ -26,6 +26,17 @@
  *                     until killed), 10 ms apart, with its stack pointer in the middle of
  *                     that region (restored after); prints "uffd ready" before the first
  *                     and "uffd calls N" at the end
+ *   mapstack PATH N   maps PATH (a file on a device the test suspends, its pages dropped)
+ *                     and makes getppid N times, 10 ms apart, with its stack pointer in
+ *                     the middle of that mapping, as uffd does; prints "mapstack ready"
+ *                     and "mapstack calls N"
+ *   vdso32 N          unmaps its vDSO and vvar, maps the 32-bit vDSO image in their place
+ *                     (arch_prctl(ARCH_MAP_VDSO_32)) and makes getppid N times from a
+ *                     stack whose return address points into it, as uffd does; prints
+ *                     "vdso32 at ADDR calls N"
+ *   vclock N          main -> vc_a -> vc_b -> clock_gettime(CLOCK_PROCESS_CPUTIME_ID) N
+ *                     times: libc calls the vDSO, whose fallback makes the system call
+ *                     (clock_gettime, 228) from the vDSO's own code
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -465,6 +476,101 @@ static int uffd(long n)
 	return 0;
 }
 
+/* mapstack */
+
+static int mapstack(const char *path, long n)
+{
+	long fd = open(path, O_RDONLY), calls = 0;
+	off_t size;
+	unsigned char *map;
+
+	if (fd < 0) {
+		perror(path);
+		return 3;
+	}
+	size = lseek(fd, 0, SEEK_END);
+	map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (size < 2 * 4096 || map == MAP_FAILED)
+		return 3;
+	printf("mapstack ready\n");
+	fflush(stdout);
+	for (; calls < n; calls++) {
+		if (uf_call(map + (size / 2 & ~4095L)) < 0)
+			return 1;
+		usleep(10000);
+	}
+	printf("mapstack calls %ld\n", calls);
+	return 0;
+}
+
+/* vdso32 */
+
+#define UU_ARCH_MAP_VDSO_32 0x2002
+
+/* Unmaps every mapping /proc/self/maps names NAME; the number unmapped, or -1. */
+static int unmap_named(const char *name)
+{
+	char line[512];
+	unsigned long start, end;
+	int n = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strrchr(line, ' ');
+
+		if (p && !strncmp(p + 1, name, strlen(name)) && p[1 + strlen(name)] == '\n' &&
+		    sscanf(line, "%lx-%lx", &start, &end) == 2) {
+			if (munmap((void *)start, end - start))
+				return -1;
+			n++;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+static int vdso32(long n)
+{
+	unsigned long stack[64] = { 0 };
+	long base, calls = 0;
+
+	if (unmap_named("[vdso]") != 1 || unmap_named("[vvar]") < 0 ||
+	    unmap_named("[vvar_vclock]") < 0) {
+		fprintf(stderr, "vdso32: unmapping the vDSO failed\n");
+		return 3;
+	}
+	/* From here on libc must not call into the vDSO: raw system calls only. */
+	base = syscall(SYS_arch_prctl, UU_ARCH_MAP_VDSO_32, 0x7f0000000000UL);
+	if (base < 0) {
+		perror("ARCH_MAP_VDSO_32");
+		return 3;
+	}
+	/* A return address inside the 32-bit image's text. */
+	stack[32] = base + 0x400;
+	for (; calls < n; calls++)
+		if (uf_call(&stack[32]) < 0)
+			return 1;
+	printf("vdso32 at %lx calls %ld\n", base, calls);
+	return 0;
+}
+
+/* vclock */
+
+NOINLINE long vc_b(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_nsec + 1;
+}
+
+NOINLINE long vc_a(void)
+{
+	return vc_b() + 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -503,9 +609,17 @@ int main(int argc, char **argv)
 		return devmem(argv[2], atol(argv[3]));
 	} else if (!strcmp(mode, "uffd") && argc > 2) {
 		return uffd(atol(argv[2]));
+	} else if (!strcmp(mode, "mapstack") && argc > 3) {
+		return mapstack(argv[2], atol(argv[3]));
+	} else if (!strcmp(mode, "vdso32") && argc > 2) {
+		return vdso32(atol(argv[2]));
+	} else if (!strcmp(mode, "vclock") && argc > 2) {
+		for (long i = atol(argv[2]); i > 0; i--)
+			sum += vc_a();
 	} else {
 		fprintf(stderr, "usage: uu_review memo | exec N NICE TOTAL | storm SECONDS | "
-			"poison N USEC | devmem PATH N | uffd N\n");
+			"poison N USEC | devmem PATH N | uffd N | mapstack PATH N | vdso32 N | "
+			"vclock N\n");
 		return 2;
 	}
 	return sum == 0;
