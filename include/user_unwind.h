@@ -119,7 +119,7 @@ struct uu_object {
 	u64 size;		/* its size: the file's when opened, the vDSO's mapping's */
 	struct uu_file_id id;	/* UU_REGION_FILE: its identity when opened */
 	u32 kind;		/* UU_REGION_FILE or UU_REGION_VDSO */
-	u32 writers;		/* UU_REGION_FILE: open for writing when opened */
+	u32 writers;		/* UU_REGION_FILE: unsettled when opened (uu_object_hold_file()) */
 };
 
 int uu_unwind_object_open(u64 addr, struct uu_object *o);

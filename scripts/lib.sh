@@ -143,6 +143,11 @@ stock_build_dir() { echo "$CACHE/kbuild/debian-$DEBIAN_KERNEL"; }
 stock_pkgs() { echo "$CACHE/debian-$DEBIAN_KERNEL"; }
 stock_headers() { echo "$(stock_pkgs)/headers/usr/src/linux-headers-$DEBIAN_KERNEL"; }
 stock_vmlinuz() { echo "$(stock_pkgs)/binary/usr/lib/modules/$DEBIAN_KERNEL/vmlinuz"; }
+# Debian's own modules the guest tests load (the test kernel has them built in): loop,
+# device-mapper and ext4 under the suspended-device test, overlayfs. Decompressed (busybox's
+# insmod reads plain .ko), with their dependencies, and "order" listing them for insmod.
+STOCK_GUEST_MODULES="loop dm-mod ext4 overlay"
+stock_guest_modules() { echo "$(stock_pkgs)/guest-modules"; }
 
 # Runs a command in the toolchain root, with the cache and the clone at their own paths.
 # A private mount namespace: nothing of it outlives the command, nothing of the host changes.
@@ -164,7 +169,8 @@ in_stock_root() {
 stock_fetch() {
 	local pkgs deb
 	pkgs=$(stock_pkgs)
-	[ -f "$(stock_headers)/Module.symvers" ] && [ -f "$(stock_vmlinuz)" ] && return 0
+	[ -f "$(stock_headers)/Module.symvers" ] && [ -f "$(stock_vmlinuz)" ] &&
+		[ -f "$(stock_guest_modules)/order" ] && return 0
 	private_apt
 	rm -rf "$pkgs" && mkdir -p "$pkgs/headers" "$pkgs/binary"
 	deb=$(fetch_deb "linux-headers-$DEBIAN_KERNEL=$DEBIAN_KERNEL_VERSION")
@@ -173,6 +179,55 @@ stock_fetch() {
 	dpkg-deb -x "$deb" "$pkgs/binary"
 	[ -f "$(stock_headers)/Module.symvers" ] || die "linux-headers-$DEBIAN_KERNEL has no Module.symvers"
 	[ -f "$(stock_vmlinuz)" ] || die "linux-binary-$DEBIAN_KERNEL has no vmlinuz"
+	stock_fetch_modules
+}
+
+# The guest tests' modules out of linux-modules-$DEBIAN_KERNEL (stock_guest_modules): the
+# package has no modules.dep (depmod makes it at install), so each module's dependencies
+# come from its own modinfo.
+stock_fetch_modules() {
+	local deb out tmp
+	deb=$(fetch_deb "linux-modules-$DEBIAN_KERNEL=$DEBIAN_KERNEL_VERSION")
+	out=$(stock_guest_modules)
+	tmp=$(mktemp -d)
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './usr/lib/modules/*/kernel/*' ||
+		die "unpacking linux-modules-$DEBIAN_KERNEL failed"
+	rm -rf "$out" && mkdir -p "$out"
+	# Each wanted module after its dependencies, each once, decompressed.
+	# shellcheck disable=SC2086 # the names are words
+	python3 - "$tmp" "$out" $STOCK_GUEST_MODULES <<'PY' || die "Debian's modules for the guest: see above"
+import lzma, os, sys
+tmp, out, want = sys.argv[1], sys.argv[2], sys.argv[3:]
+norm = lambda n: n.replace("_", "-")
+paths = {}
+for d, _, files in os.walk(tmp):
+    for f in files:
+        if ".ko" in f:
+            paths[norm(f.split(".ko")[0])] = os.path.join(d, f)
+order = []
+def visit(name, depth=0):
+    if name in order:
+        return
+    if name not in paths or depth > 32:
+        sys.exit(f"error: no module {name} in the package")
+    path = paths[name]
+    data = lzma.open(path).read() if path.endswith(".xz") else open(path, "rb").read()
+    # .modinfo's "depends=" string, as modinfo reads it.
+    deps = next((x[8:].decode() for x in data.split(b"\0") if x.startswith(b"depends=")), "")
+    for d in filter(None, deps.split(",")):
+        visit(norm(d), depth + 1)
+    order.append(name)
+for name in want:
+    visit(norm(name))
+for name in order:
+    path = paths[name]
+    data = lzma.open(path).read() if path.endswith(".xz") else open(path, "rb").read()
+    with open(os.path.join(out, name + ".ko"), "wb") as f:
+        f.write(data)
+with open(os.path.join(out, "order"), "w") as f:
+    f.write("\n".join(n + ".ko" for n in order) + "\n")
+PY
+	rm -rf "$tmp"
 }
 
 # make with Debian's toolchain, in the toolchain root: the compilers the stock kernel was

@@ -11,7 +11,8 @@
 # test kernel the benchmark measures on (build-module.sh KDIR=prod builds both).
 # The guest has busybox, trace-cmd, the test programs, tracefs at /sys/kernel/tracing and the
 # module at /lib/modules/user_unwind.ko (not inserted); with the test kernel, also the test
-# fixture /lib/modules/uu_mmhold.ko (tests/kmod). COMMAND runs with /bin/sh -c; its
+# fixture /lib/modules/uu_mmhold.ko (tests/kmod); with Debian's, its loop, dm-mod, ext4 and
+# overlay modules in /lib/modules/extra, "order" listing them for insmod. COMMAND runs with /bin/sh -c; its
 # output is printed and its exit status is this script's. The whole serial console goes to
 # the --log file. A guest that hangs is killed after $UU_GUEST_TIMEOUT seconds (default 900).
 # --monitor puts QEMU's human monitor on the unix socket SOCKET (the stress run injects NMIs
@@ -73,6 +74,9 @@ debian)
 	KO=${UU_MODULE:-$(stock_module_dir)/user_unwind.ko}
 	[ -f "$BZIMAGE" ] || die "Debian's kernel not fetched: run make module KDIR=debian"
 	[ -f "$KO" ] || die "module not built for Debian's kernel: run make module KDIR=debian"
+	# Debian's own modules the tests load, which the test kernel has built in.
+	[ ! -f "$(stock_guest_modules)/order" ] ||
+		adds+=("$(stock_guest_modules):/lib/modules/extra")
 	;;
 *) usage ;;
 esac

@@ -33,8 +33,8 @@
 
 /* Requests waiting at most: the callback drops one that does not fit (fetches_dropped). */
 #define UU_FETCH_SLOTS 32
-/* Pages read ahead from a file at once: an unwind table is read in runs. */
-#define UU_FETCH_PAGES 16
+/* Pages read ahead from a file at once (128 KiB): a table's search bisects it. */
+#define UU_FETCH_PAGES 32
 
 /* A file's pages from @index on (@file held), or a task's page at @addr (@mm held). */
 struct uu_fetch {

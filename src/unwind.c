@@ -289,10 +289,22 @@ int uu_unwind_region(u64 addr, struct uu_region *r)
  * Makes @o the object of @file, whose reference the caller took and @o now holds; @o->id
  * is already its identity. A file not to read (as uu_file_read(): regular files only,
  * never memory the kernel keeps from itself) is let go: -EINVAL.
+ *
+ * What is read is marked unsettled (o->writers) when a writer has the file open, and when
+ * the identity's change time is not older than the time a write would stamp now
+ * (current_time()): a write leaves the change time as it is when it falls in the tick
+ * that time was stamped in (inode_needs_update_time(): a filesystem with a coarse change
+ * time, vfat or exfat, or a multigrain one whose time nobody queried), so only a time
+ * older than the current tick proves that any write from now on changes it.
  */
 static int uu_object_hold_file(struct uu_object *o, struct file *file)
 {
 	struct inode *inode = file_inode(file);
+	struct timespec64 now = current_time(inode);
+	struct timespec64 then = {
+		.tv_sec = o->id.ctime_sec,
+		.tv_nsec = o->id.ctime_nsec,
+	};
 
 	if (!S_ISREG(inode->i_mode) || inode->i_sb->s_magic == SECRETMEM_MAGIC ||
 	    mapping_inaccessible(file->f_mapping)) {
@@ -301,7 +313,8 @@ static int uu_object_hold_file(struct uu_object *o, struct file *file)
 	}
 	o->file = file;
 	o->size = i_size_read(inode);
-	o->writers = atomic_read(&inode->i_writecount) > 0;
+	o->writers = atomic_read(&inode->i_writecount) > 0 ||
+		     timespec64_compare(&then, &now) >= 0;
 	o->kind = UU_REGION_FILE;
 	return 0;
 }

@@ -908,10 +908,11 @@ mod tests {
             ctime_sec: size,
             ..FileId::default()
         };
-        let v64 = vdso_key(&image(0xffff_ffff_8200_0000, 8192), &TEST_KEY);
-        assert_eq!(v64, vdso_key(&image(0xffff_ffff_8200_0000, 8192), &TEST_KEY));
-        assert_ne!(v64, vdso_key(&image(0xffff_ffff_8200_1000, 8192), &TEST_KEY));
-        assert_ne!(v64, vdso_key(&image(0xffff_ffff_8200_0000, 4096), &TEST_KEY));
+        let key = |ino, size| vdso_key(&image(ino, size), &TEST_KEY);
+        let v64 = key(0xffff_ffff_8200_0000, 8192);
+        assert_eq!(v64, key(0xffff_ffff_8200_0000, 8192));
+        assert_ne!(v64, key(0xffff_ffff_8200_1000, 8192));
+        assert_ne!(v64, key(0xffff_ffff_8200_0000, 4096));
         assert_ne!(v64, name_cookie(b"[vdso]", &TEST_KEY));
         assert!(v64 > COOKIE_NO_FILE);
     }

@@ -66,7 +66,6 @@ use super::cfi::read_mem;
 use super::cfi::read_u64;
 use super::cfi::step::apply;
 use super::cfi::step::fde_rows;
-use super::cfi::step::find;
 use super::cfi::step::find_in_fde;
 use super::cfi::step::step_fp;
 use super::cfi::step::Regs;
@@ -256,10 +255,23 @@ enum Lookup {
     Root,
 }
 
-/// What no FDE covering `vaddr` in the object of `info` means: [`Lookup::Root`] at its
-/// entry point with a zero frame pointer `bp`, else [`Lookup::NoFde`].
-fn no_fde(info: &TableInfo, vaddr: u64, bp: u64) -> Lookup {
-    if bp == 0 && vaddr.wrapping_sub(info.object.entry) < ROOT_SPAN {
+/// What no FDE covering `vaddr` in the object of `info` means, by the ABI's rule for the
+/// outermost frame (the x86-64 psABI: "the user code should mark the deepest stack frame
+/// by setting the frame pointer to zero"): [`Lookup::Root`] where the frame pointer `bp` is
+/// zero in the object's start-up code, else [`Lookup::NoFde`]. The start-up code is the
+/// code from the entry point up to the first FDE after it, within [`STARTUP_SPAN`]: ld.so's
+/// `_start` and `_dl_start_user` (glibc's RTLD_START), which clears `rbp` before it calls
+/// `_dl_init`, the library constructors' caller. `below` is the first address of the last
+/// FDE that starts at or below `vaddr` (`None`: none does); an FDE that starts between the
+/// entry point and `vaddr` ends the start-up code before `vaddr`. A caller that does not
+/// know passes `Some(vaddr)`, which keeps the rule to [`ROOT_SPAN`] of the entry point.
+/// So a frame without an FDE and with a zero `rbp` elsewhere (JIT code, or a register
+/// that merely holds 0) ends the stack cut short, never complete.
+fn no_fde(info: &TableInfo, vaddr: u64, bp: u64, below: Option<u64>) -> Lookup {
+    let entry = info.object.entry;
+    let past = vaddr.wrapping_sub(entry);
+    let startup = past < ROOT_SPAN || (past < STARTUP_SPAN && below.is_none_or(|b| b < entry));
+    if bp == 0 && startup {
         Lookup::Root
     } else {
         Lookup::NoFde
@@ -291,6 +303,9 @@ enum Indexed {
 /// Bytes from an entry point within which a return address without an FDE, with a zero
 /// frame pointer, is a root: ld.so's `_start` calls `_dl_start` within its first 8.
 const ROOT_SPAN: u64 = 16;
+/// Bytes from an entry point within which the start-up code without an FDE may lie
+/// ([`no_fde`]): Debian 13's ld.so calls `_dl_init` 0x2b bytes past its entry point.
+const STARTUP_SPAN: u64 = 256;
 
 /// Words of a [`TableCache`] slot: the key, then a [`TableInfo`]'s words.
 const TABLE_WORDS: usize = 1 + INFO_WORDS;
@@ -919,7 +934,7 @@ impl<'a, T: Task> Unwind<'a, T> {
             return Kept::Unknown;
         };
         let Some(i) = view.search(vaddr) else {
-            return Kept::Lookup(no_fde(info, vaddr, bp));
+            return Kept::Lookup(no_fde(info, vaddr, bp, None));
         };
         let entry = view.entry(i);
         match view.rows(i) {
@@ -928,7 +943,7 @@ impl<'a, T: Task> Unwind<'a, T> {
                     self.packed = p;
                     Lookup::Kept(true)
                 }
-                None => no_fde(info, vaddr, bp),
+                None => no_fde(info, vaddr, bp, Some(entry.initial)),
             }),
             rows => Kept::Parse(vaddr, i, entry, rows == Rows::Unseen),
         }
@@ -1051,7 +1066,7 @@ impl<'a, T: Task> Unwind<'a, T> {
         let Some((_, info)) = self.info.as_ref().filter(|(k, _)| *k == key) else {
             return Err(CfiError::Malformed);
         };
-        let no_fde = no_fde(info, vaddr, bp);
+        let no_fde = no_fde(info, vaddr, bp, Some(entry.initial));
         if keep {
             let mut mem = ObjectOf {
                 task: &mut *self.task,
@@ -1135,9 +1150,9 @@ impl<'a, T: Task> Unwind<'a, T> {
         let Some(vaddr) = info.object.vaddr(offset) else {
             return Ok((Lookup::NoFde, read));
         };
-        let no_fde = no_fde(&info, vaddr, bp);
         let Some(hdr) = info.hdr else {
-            return Ok((no_fde, read));
+            // No table: whether an FDE starts before `vaddr` is not known.
+            return Ok((no_fde(&info, vaddr, bp, Some(vaddr)), read));
         };
         match self.indexed(key, &info, &hdr, vaddr)? {
             Indexed::Fde(i, entry, keep) => {
@@ -1145,7 +1160,7 @@ impl<'a, T: Task> Unwind<'a, T> {
                 let lookup = self.parse_fde(key, (i, entry, keep), vaddr, bp)?;
                 return Ok((lookup, read));
             }
-            Indexed::NoFde => return Ok((no_fde, read)),
+            Indexed::NoFde => return Ok((no_fde(&info, vaddr, bp, None), read)),
             Indexed::Untabled => {}
         }
         // No table: the `.eh_frame_hdr` bisected in the file.
@@ -1154,12 +1169,17 @@ impl<'a, T: Task> Unwind<'a, T> {
             task: &mut *self.task,
             object: &info.object,
         };
-        match find(&mut mem, &mut self.budget, &hdr, vaddr, self.scratch) {
+        let below = match hdr.lookup(&mut mem, &mut self.budget, vaddr) {
+            Ok(entry) => entry,
+            Err(CfiError::NoFde) => return Ok((no_fde(&info, vaddr, bp, None), read)),
+            Err(e) => return Err(e),
+        };
+        match find_in_fde(&mut mem, &mut self.budget, below.fde, vaddr, self.scratch) {
             Ok(found) => {
                 self.row = found.row;
                 Ok((Lookup::Row(false), read))
             }
-            Err(CfiError::NoFde) => Ok((no_fde, read)),
+            Err(CfiError::NoFde) => Ok((no_fde(&info, vaddr, bp, Some(below.initial)), read)),
             Err(e) => Err(e),
         }
     }
@@ -1340,6 +1360,30 @@ mod tests {
     use super::super::cfi::machine::Expr;
     use super::super::cfi::machine::Rule;
     use super::*;
+
+    #[test]
+    fn a_zero_frame_pointer_is_a_root_only_in_the_start_up_code() {
+        // Debian 13's ld.so: entry point 0x1ab70 (_start), _dl_start_user from 0x1ab78,
+        // the return from its call of _dl_init at 0x1aba0; no FDE covers either.
+        let mut info = TableInfo::default();
+        info.object.entry = 0x1ab70;
+        let root = |vaddr, bp, below| matches!(no_fde(&info, vaddr, bp, below), Lookup::Root);
+        // _start's call of _dl_start, as before.
+        assert!(root(0x1ab78, 0, Some(0x1ab78)));
+        // _dl_start_user's call of _dl_init: the last FDE below starts before the entry
+        // point, or none does.
+        assert!(root(0x1ab9f, 0, Some(0x1a690)));
+        assert!(root(0x1ab9f, 0, None));
+        // Not a root: a frame pointer that is not zero, an FDE that starts between the
+        // entry point and the address (the start-up code ended there), an address before
+        // the entry point or past the start-up span, or a table nobody read.
+        assert!(!root(0x1ab9f, 0x7ffd_0000, Some(0x1a690)));
+        assert!(!root(0x1ab9f, 0, Some(0x1ab90)));
+        assert!(!root(0x1ab9f, 0, Some(0x1ab70)));
+        assert!(!root(0x1ab60, 0, Some(0x1a690)));
+        assert!(!root(0x1ab70 + STARTUP_SPAN, 0, None));
+        assert!(!root(0x1ab9f, 0, Some(0x1ab9f)));
+    }
 
     #[test]
     fn rows_round_trip_without_expressions() {

@@ -8,6 +8,14 @@ OPT=$T/options/userstacktrace_delay
 . /lib/uu.sh
 section() { echo "=== $1"; }
 
+# Debian's kernel: its loop, dm-mod, ext4 and overlay modules, which the test kernel has
+# built in (scripts/run-guest.sh).
+if [ -f /lib/modules/extra/order ]; then
+	for m in $(cat /lib/modules/extra/order); do
+		insmod /lib/modules/extra/$m || echo "insmod $m failed"
+	done
+fi
+
 # traced SECTION FILTER COMMAND...: run COMMAND with user stacks on for the system calls
 # FILTER selects, then print section SECTION with the command's status and the trace.
 traced() {

@@ -180,14 +180,16 @@ review_stats REVIEW_VCLOCK_AFTER
 # is resumed, stacks through that libc (loaded from the device) are complete. A task
 # stuck anyway (the module waiting for the device) is released by resuming the target
 # after 10 s, so that the run goes on and says so.
+# ended PID: whether PID has ended (gone, or a zombie the shell has not reaped yet).
+ended() { [ ! -e /proc/$1 ] || [ "$(awk '{print $3}' /proc/$1/stat 2>/dev/null)" = Z ]; }
 # dm_wait PID SECONDS: whether PID ended within SECONDS ("yes" or "no").
 dm_wait() {
 	i=0
-	while kill -0 "$1" 2>/dev/null && [ $i -lt $(($2 * 10)) ]; do
+	while ! ended "$1" && [ $i -lt $(($2 * 10)) ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done
-	kill -0 "$1" 2>/dev/null && echo no || echo yes
+	ended "$1" && echo yes || echo no
 }
 DM=/mnt/dm
 mkdir -p $DM
@@ -201,8 +203,17 @@ if [ -f /lib/uu-dm.img ]; then
 fi
 section REVIEW_DM_SETUP
 result status $dm_status
+# stuck NAME COMM: the kernel stacks of the tasks named COMM, which did not return in time.
+stuck() {
+	for c in /proc/[0-9]*/comm; do
+		[ "$(cat $c 2>/dev/null)" = "$2" ] &&
+			result "$1" "$(cat ${c%comm}stack 2>/dev/null | tr '\n' ' ')"
+	done
+}
 if [ "$dm_status" = 0 ]; then
-	echo 3 >/proc/sys/vm/drop_caches
+	# The file's pages dropped, its inode and dentry kept (the test is not about open()).
+	stat $DM/libc.so.6 >/dev/null
+	echo 1 >/proc/sys/vm/drop_caches
 	dmsetup --noudevsync suspend --noflush --nolockfs uu
 	review_stats REVIEW_DM_BEFORE
 	review_begin 'id == 110'
@@ -211,7 +222,12 @@ if [ "$dm_status" = 0 ]; then
 	t0=$(up)
 	returned=$(dm_wait $pid 10)
 	t1=$(up)
-	[ "$returned" = yes ] || dmsetup --noudevsync resume uu
+	if [ "$returned" != yes ]; then
+		section REVIEW_DM_STUCK
+		stuck task uu_review
+		stuck fetch user_unwind_fetch
+		dmsetup --noudevsync resume uu
+	fi
 	wait $pid
 	status=$?
 	review_end REVIEW_DM
@@ -221,8 +237,9 @@ if [ "$dm_status" = 0 ]; then
 	result out "$(tr '\n' ' ' </tmp/dm.out)"
 	cat $T/trace
 	review_stats REVIEW_DM_AFTER
-	# rmmod while a task keeps making such calls (the target still suspended).
-	echo 3 >/proc/sys/vm/drop_caches
+	# rmmod while a task keeps making such calls (the target still suspended): it returns
+	# at once, done, or refused ("in use") while the fetch thread waits for the device.
+	echo 1 >/proc/sys/vm/drop_caches
 	dmsetup --noudevsync suspend --noflush --nolockfs uu 2>/dev/null
 	review_begin 'id == 110'
 	timeout -s KILL 30 uu_review mapstack $DM/libc.so.6 300 >/tmp/dm2.out 2>&1 &
@@ -233,9 +250,22 @@ if [ "$dm_status" = 0 ]; then
 	rm=$!
 	returned=$(dm_wait $rm 5)
 	t1=$(up)
-	[ "$returned" = yes ] || dmsetup --noudevsync resume uu
+	section REVIEW_DM_RMMOD_STACKS
+	stuck rmmod rmmod
+	stuck task uu_review
+	stuck fetch user_unwind_fetch
+	dmsetup --noudevsync resume uu
 	rmstatus=hung
 	[ "$(dm_wait $rm 10)" = yes ] && { wait $rm; rmstatus=$?; }
+	in_modules=$(grep -c '^user_unwind ' /proc/modules)
+	# Resumed, the fetch thread's read completes: rmmod succeeds.
+	rm2=skipped
+	if [ "$in_modules" != 0 ]; then
+		sleep 1
+		rmmod user_unwind & rm=$!
+		rm2=$(dm_wait $rm 5)
+		[ "$rm2" = yes ] && { wait $rm; rm2=$?; }
+	fi
 	echo 0 >$T/tracing_on
 	[ ! -e $OPT ] || echo 0 >$OPT
 	sys_enter_off
@@ -245,13 +275,19 @@ if [ "$dm_status" = 0 ]; then
 	result returned $returned
 	result seconds "$(awk -v a=$t0 -v b=$t1 'BEGIN {print b - a}')"
 	result rmmod_status $rmstatus
-	result in_modules "$(grep -c '^user_unwind ' /proc/modules)"
-	# Resumed: a program whose libc is that copy, its pages dropped once more.
+	result in_modules $in_modules
+	result rmmod_resumed $rm2
+	result in_modules_resumed "$(grep -c '^user_unwind ' /proc/modules)"
+	# Resumed: a program whose libc is that copy, its pages dropped once more, five calls
+	# at a time, 0.2 s apart: the fetch thread reads the pages the first stacks miss.
 	dmsetup --noudevsync resume uu 2>/dev/null
 	grep -q '^user_unwind ' /proc/modules || insmod /lib/modules/user_unwind.ko
 	echo global >$T/trace_clock
-	echo 3 >/proc/sys/vm/drop_caches
-	traced REVIEW_DM_RESUMED 'id == 110' env LD_LIBRARY_PATH=$DM timeout -s KILL 60 uu_nofp chain 40
+	echo 1 >/proc/sys/vm/drop_caches
+	traced REVIEW_DM_RESUMED 'id == 110' sh -c 'for i in 1 2 3 4 5 6 7 8; do
+		LD_LIBRARY_PATH=/mnt/dm timeout -s KILL 60 uu_nofp chain 5 || exit 1
+		sleep 0.2
+	done'
 	umount $DM
 	dmsetup --noudevsync remove uu
 	losetup -d /dev/loop0
