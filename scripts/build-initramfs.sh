@@ -35,7 +35,7 @@ copy_with_libs "$PROG/uu_dl" /usr/bin/uu_dl
 copy_with_libs "$PROG/uu_bench" /usr/bin/uu_bench
 copy_with_libs "$PROG/uu_named" /usr/bin/uu_named
 copy_with_libs "$PROG/uu_many" /usr/bin/uu_many
-for lib in libuunofp.so libuunofpdl.so libuunofpdl2.so; do
+for lib in libuunofp.so libuunofpdl.so libuunofpdl2.so libuuctor.so; do
 	install -m 0755 "$PROG/$lib" "$OUT/usr/lib/$lib"
 done
 copy_with_libs "$PROG/uu_nofp" /usr/bin/uu_nofp

@@ -20,6 +20,7 @@ from unwind import truncations  # noqa: E402
 # the suspended device's libc a copy of the host's.
 unwind.GUEST_PROG.setdefault("/usr/bin/uu_review", "uu_review")
 unwind.GUEST_PROG.setdefault("/mnt/dm/libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6")
+unwind.GUEST_PROG.setdefault("/usr/lib/libuuctor.so", "libuuctor.so")
 
 MEMO_CHAIN = ["getppid", "mm_b", "mm_a"] + START
 VCLOCK_CHAIN = ["clock_gettime", "vc_b", "vc_a"] + START
@@ -102,6 +103,27 @@ def check_loader(check_fn, s, parse_trace, values, prog, cache):
              status == "0" and loader >= 5 and len(mine) > loader and not bad,
              f"status {status}, {len(mine)} stacks, {loader} loader stacks, {len(bad)} "
              f"incomplete, e.g. {bad[:3]}")
+
+
+def check_ctor(check_fn, s, parse_trace, values, prog, cache):
+    """A library constructor's stack, from ld.so's _dl_init, called by its start-up code
+    (_dl_start_user) with rbp cleared and no FDE: complete, not cut short."""
+    status = values(s.get("REVIEW_CTOR", [])).get("status")
+    events = parse_trace(s.get("REVIEW_CTOR", []))
+    cut = truncations(events)
+    ctor = [(c, f) for c, f in by_cookie(events, "uu_nofp")
+            if any(p == "/usr/lib/libuuctor.so" for _, p in f)]
+    bad = []
+    for cookie, frames in ctor:
+        names = symbolize(frames, prog, cache)
+        if not (len(names) >= 3 and match("getppid", names[0]) and match("uu_ctor", names[1])
+                and frames[-1][1] == LDSO and "_dl_start_user" in names[-1]
+                and cookie not in cut):
+            bad.append(show(names) + ([f"truncated {cut[cookie]}"] if cookie in cut else []))
+    check_fn("review: a library constructor's system call: getppid <- uu_ctor <- ... <- "
+             "ld.so's _dl_start_user, complete (the ABI's root: rbp 0 in the start-up code)",
+             status == "0" and len(ctor) == 1 and not bad,
+             f"status {status}, {len(ctor)} stacks, e.g. {bad[:2]}")
 
 
 def check_memo(check_fn, s, parse_trace, values, prog, cache):
@@ -379,7 +401,7 @@ def check_dm(check_fn, s, parse_trace, values, prog, cache):
     # Refused while the fetch thread waits for the device (it holds a module reference),
     # then done once the device answers.
     refused = (v.get("rmmod_status") not in ("0", "hung") and v.get("in_modules") == "1"
-               and "uu_fetch_one" in stacks_now.get("fetch", "")
+               and "uu_fetch_thread" in stacks_now.get("fetch", "")
                and v.get("rmmod_resumed") == "0" and v.get("in_modules_resumed") == "0")
     check_fn("review: dm: rmmod while such calls go on returns within 5 s: unloaded, or "
              "refused while the fetch thread waits for the device and unloaded once it is "
@@ -420,7 +442,7 @@ def check(s, prog, check_fn=None, parse_trace=None, values=None):
     v = values(s.get("REVIEW_LOAD", []))
     check_fn("review: the module loads with the .eh_frame unwinder",
              v.get("insmod_status") == "0" and v.get("unwinder") == "eh_frame", str(v))
-    for fn in (check_loader, check_memo, check_devmem, check_exec, check_poison, check_churn,
+    for fn in (check_loader, check_ctor, check_memo, check_devmem, check_exec, check_poison, check_churn,
                check_vdso32, check_dm, check_uffd):
         fn(check_fn, s, parse_trace, values, prog, cache)
 

@@ -71,6 +71,10 @@ echo global >$T/trace_clock
 # its exec on (the comm filter passes once the exec has named the task): the loader's own,
 # before main, are unwound up to ld.so's entry point, the outermost frame.
 traced REVIEW_LOADER 'comm == "uu_nofp"' timeout -s KILL 60 uu_nofp chain 5
+# A library constructor's system call (fourth review): ld.so calls constructors from its
+# start-up code, past its entry point, with rbp cleared; that stack is complete.
+traced REVIEW_CTOR 'comm == "uu_nofp"' env LD_PRELOAD=/usr/lib/libuuctor.so \
+	timeout -s KILL 60 uu_nofp chain 3
 
 # 3. The mapping memo's age bound: one stack, 1.5 s with nothing traced on that CPU, the
 # same stack again, from the same address space.
