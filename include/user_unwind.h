@@ -174,7 +174,7 @@ enum uu_stat {
 	UU_STAT_UNWIND_CFI_ERRORS,	/* ... unwinds a bad table or the budget ended */
 	UU_STAT_UNWIND_TRUNCATED,	/* ... stacks cut short of their outermost frame */
 	UU_STAT_UNWIND_READS_UNFAULTED,	/* user reads failed: page not mapped, fetch asked */
-	UU_STAT_UNWIND_TABLES_UNREAD,	/* frames whose table was unreadable: by frame pointer */
+	UU_STAT_UNWIND_TABLES_UNREAD,	/* frames whose table was not readable now: cut there */
 	UU_STAT_UNWIND_POOL_BUSY,	/* no free work buffer: the kernel's stack recorded */
 	UU_STAT_REQUESTS_SKIPPED,	/* events after unwind_reset_info() on the way out */
 	UU_STAT_MEMO_EXPIRED,		/* mapping memos older than their bound: not used */

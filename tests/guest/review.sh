@@ -163,13 +163,14 @@ result bad_status $bad
 result value "$(cat $P)"
 result kib "$kib"
 
-# 7. The 32-bit vDSO (fourth review): a 64-bit task swaps its vDSO for the 32-bit image
-# and makes system calls from a stack whose return address points into it; then an honest
-# program's system calls made from the vDSO's own code (its clock_gettime fallback): its
-# vDSO frames are unwound by the 64-bit image's CFI, never by the frame-pointer rule.
-review_stats REVIEW_VCLOCK_BASE_BEFORE
-traced REVIEW_VCLOCK_BASE 'id == 228' timeout -s KILL 60 uu_review vclock 40
-review_stats REVIEW_VCLOCK_BASE_AFTER
+# 7. The 32-bit vDSO (fourth review): with the caches fresh, a 64-bit task swaps its vDSO
+# for the 32-bit image and makes system calls from a stack whose return address points
+# into it (the first vDSO the unwinder looks up); then an honest program's system calls
+# made from the vDSO's own code (its clock_gettime fallback): its vDSO frames are unwound
+# by the 64-bit image's CFI, never by the frame-pointer rule.
+rmmod user_unwind
+insmod /lib/modules/user_unwind.ko
+echo global >$T/trace_clock
 traced REVIEW_VDSO32 'id == 110' sh -c 'timeout -s KILL 60 uu_review vdso32 20 >/tmp/vdso32.out 2>&1'
 section REVIEW_VDSO32_OUT
 result out "$(tr '\n' ' ' </tmp/vdso32.out)"
