@@ -492,12 +492,10 @@ fn read_trace(
     agg.off_cpu = off_cpu;
     let mut n = 0u64;
     let mut take = |s: join::Sample, sink: &mut Option<&mut output::PerfScript>| {
-        if let Some(f) = sink.as_mut() {
-            if filter.keeps(&s) {
-                f.sample(&s);
-            }
+        // One rule for what every output shows: perf script writes what the count keeps.
+        if let (Some(k), Some(f)) = (agg.add(&s), sink.as_mut()) {
+            f.sample(&s, k);
         }
-        agg.add(&s);
     };
     while let Some(e) = src.next() {
         let ts = e.ts;

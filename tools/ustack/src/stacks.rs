@@ -228,6 +228,31 @@ pub struct OffCpu {
     pub preempted: bool,
 }
 
+/// What of a sample every output shows, once the selections and weight are applied: one
+/// rule for the counted outputs and for perf script's text, which writes samples as they
+/// come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kept {
+    /// Its value: 1, or the nanoseconds its task was off the CPU (`--off-cpu`).
+    pub weight: u64,
+    /// The kernel frames shown: `kernel[kernel_from..]`, none when `!kernel`.
+    pub kernel: bool,
+    pub kernel_from: usize,
+    /// The user frames (and the markers of a user stack cut short) are shown.
+    pub user: bool,
+}
+
+impl Kept {
+    /// The kernel frames of `s` this shows, innermost first.
+    pub fn kernel_frames<'a>(&self, s: &'a Sample) -> &'a [crate::events::KFrame] {
+        if self.kernel {
+            s.kernel.get(self.kernel_from..).unwrap_or_default()
+        } else {
+            &[]
+        }
+    }
+}
+
 /// Which frames the outputs show: kernel and user (the default), or one of them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum StackView {
@@ -358,25 +383,32 @@ impl Aggregator {
         self.fkeys.len() as u32 - 1
     }
 
-    /// Count one sample, if the filter keeps it.
-    pub fn add(&mut self, s: &Sample) {
+    /// Count one sample, if the filter and `--off-cpu` keep it: what of it every output
+    /// shows, with its weight, or `None`.
+    pub fn add(&mut self, s: &Sample) -> Option<Kept> {
         self.seen += 1;
         if !self.filter.keeps(s) {
-            return;
+            return None;
         }
         let (weight, state) = match self.off_cpu {
             None => (1, None),
             Some(m) => {
                 let (Some(ns), Some(state)) = (s.off_cpu, &s.switched) else {
                     self.off_cpu_other += 1;
-                    return;
+                    return None;
                 };
                 if state.starts_with('R') && !m.preempted {
                     self.off_cpu_preempted += 1;
-                    return;
+                    return None;
                 }
                 (ns, Some(self.string(state)))
             }
+        };
+        let kept = Kept {
+            weight,
+            kernel: self.view != StackView::UserOnly,
+            kernel_from: 0,
+            user: self.view != StackView::KernelOnly,
         };
         let event = self.string(&s.event);
         let comm = match &s.comm {
@@ -386,18 +418,16 @@ impl Aggregator {
         // Kernel frames (innermost first) above the user frames, as perf shows a
         // callchain.
         let mut frames: Vec<u32> = Vec::with_capacity(s.kernel.len() + s.frames.len());
-        if self.view != StackView::UserOnly {
-            for k in &s.kernel {
-                let key = match k {
-                    crate::events::KFrame::Addr(a) => FKey::KAddr(*a),
-                    crate::events::KFrame::Name(n) => FKey::KName(self.string(n)),
-                };
-                frames.push(self.intern(key));
-            }
+        for k in kept.kernel_frames(s) {
+            let key = match k {
+                crate::events::KFrame::Addr(a) => FKey::KAddr(*a),
+                crate::events::KFrame::Name(n) => FKey::KName(self.string(n)),
+            };
+            frames.push(self.intern(key));
         }
         let (mut complete, mut truncated) =
             (s.complete, s.truncated.as_ref().map(|r| self.string(r)));
-        if self.view == StackView::KernelOnly {
+        if !kept.user {
             (complete, truncated) = (true, None);
         } else {
             for f in &s.frames {
@@ -435,6 +465,7 @@ impl Aggregator {
         self.samples += 1;
         self.first_ts = Some(self.first_ts.map_or(s.ts, |t| t.min(s.ts)));
         self.last_ts = self.last_ts.max(s.ts);
+        Some(kept)
     }
 
     /// Distinct stacks so far, as the trace holds them.
@@ -899,7 +930,7 @@ impl Profile {
 pub fn profile(samples: &[Sample], sym: &mut Symbolizer, filter: &Filter, lines: bool) -> Profile {
     let mut a = Aggregator::new(filter.clone());
     for s in samples {
-        a.add(s);
+        let _ = a.add(s);
     }
     a.profile(sym, lines)
 }

@@ -15,6 +15,7 @@ use std::collections::BinaryHeap;
 use std::io::Write;
 
 use crate::join::Sample;
+use crate::stacks::Kept;
 use crate::symbolize::Symbolizer;
 
 /// How long (trace time) a sample may wait for an earlier one.
@@ -23,7 +24,7 @@ pub const REORDER_NS: u64 = crate::join::HOLD_NS + 1_000_000_000;
 pub const REORDER_MAX: usize = 1 << 16;
 
 /// A waiting sample, ordered by (time, CPU, cookie order).
-struct Held(Sample);
+struct Held(Sample, Kept);
 
 impl Held {
     fn key(&self) -> (u64, u32, usize) {
@@ -71,15 +72,15 @@ impl<'a> PerfScript<'a> {
         }
     }
 
-    fn write(&mut self, s: &Sample) {
-        let k = (s.ts, s.cpu, s.seq);
-        if self.last.is_some_and(|l| k < l) {
+    fn write(&mut self, s: &Sample, k: Kept) {
+        let key = (s.ts, s.cpu, s.seq);
+        if self.last.is_some_and(|l| key < l) {
             self.late += 1;
         } else {
-            self.last = Some(k);
+            self.last = Some(key);
         }
         if self.err.is_none() {
-            if let Err(e) = perf_script_sample(s, self.sym, self.w) {
+            if let Err(e) = perf_script_sample(s, k, self.sym, self.w) {
                 self.err = Some(e);
             }
         }
@@ -90,16 +91,16 @@ impl<'a> PerfScript<'a> {
         self.sym.kallsyms = k;
     }
 
-    /// A sample the join gave.
-    pub fn sample(&mut self, s: &Sample) {
+    /// A sample the join gave, as the selections and weight keep it.
+    pub fn sample(&mut self, s: &Sample, k: Kept) {
         if self.last.is_some_and(|l| (s.ts, s.cpu, s.seq) < l) {
-            self.write(s);
+            self.write(s, k);
             return;
         }
-        self.held.push(Reverse(Held(s.clone())));
+        self.held.push(Reverse(Held(s.clone(), k)));
         if self.held.len() > REORDER_MAX {
             if let Some(Reverse(h)) = self.held.pop() {
-                self.write(&h.0);
+                self.write(&h.0, h.1);
             }
         }
     }
@@ -112,7 +113,7 @@ impl<'a> PerfScript<'a> {
             .is_some_and(|h| h.0 .0.ts.saturating_add(REORDER_NS) < now)
         {
             if let Some(Reverse(h)) = self.held.pop() {
-                self.write(&h.0);
+                self.write(&h.0, h.1);
             }
         }
     }
@@ -120,7 +121,7 @@ impl<'a> PerfScript<'a> {
     /// Write what waits; the first write error, if any.
     pub fn finish(mut self) -> std::io::Result<u64> {
         while let Some(Reverse(h)) = self.held.pop() {
-            self.write(&h.0);
+            self.write(&h.0, h.1);
         }
         match self.err {
             Some(e) => Err(e),
@@ -130,7 +131,9 @@ impl<'a> PerfScript<'a> {
 }
 
 /// One sample as `perf script` prints one (the text hotspot, the Firefox Profiler's
-/// importer and stackcollapse-perf.pl read): `comm tid [cpu] secs.usecs: 1 event:`, then a
+/// importer and stackcollapse-perf.pl read): `comm tid [cpu] secs.usecs: PERIOD event:`
+/// (the period is 1, or the nanoseconds off the CPU with `--off-cpu`), then the frames `k`
+/// shows (the kernel's, the user's or both), a
 /// line per frame, innermost first, `\tADDRESS FUNCTION (FILE)` (an inlined function on
 /// its own line at its caller's address; `[unknown]` where nothing names it), then an
 /// empty line. The address is the frame's offset in its file, or its address in
@@ -139,6 +142,7 @@ impl<'a> PerfScript<'a> {
 /// address 0 in `[unknown]`.
 pub fn perf_script_sample(
     s: &crate::join::Sample,
+    k: Kept,
     sym: &mut crate::symbolize::Symbolizer,
     w: &mut dyn Write,
 ) -> std::io::Result<()> {
@@ -147,21 +151,22 @@ pub fn perf_script_sample(
     let comm = escape(s.comm.as_deref().unwrap_or("?"));
     writeln!(
         w,
-        "{comm} {} [{:03}] {}.{:06}: 1 {}:",
+        "{comm} {} [{:03}] {}.{:06}: {} {}:",
         s.pid,
         s.cpu,
         s.ts / 1_000_000_000,
         s.ts % 1_000_000_000 / 1000,
+        k.weight,
         escape(&s.event)
     )?;
     // The kernel's frames first, as perf prints a callchain: `ADDRESS function+0xOFF
     // ([kernel.kallsyms])`, the address as it is where kallsyms names nothing.
-    for k in &s.kernel {
-        let addr = match k {
+    for kf in k.kernel_frames(s) {
+        let addr = match kf {
             crate::events::KFrame::Addr(a) => *a,
             crate::events::KFrame::Name(_) => 0,
         };
-        match sym.kernel(k) {
+        match sym.kernel(kf) {
             Some(n) if n.offset > 0 => writeln!(
                 w,
                 "\t{addr:16x} {}+{:#x} ({})",
@@ -181,6 +186,9 @@ pub fn perf_script_sample(
                 crate::symbolize::KERNEL_MODULE
             )?,
         }
+    }
+    if !k.user {
+        return writeln!(w);
     }
     for (depth, f) in s.frames.iter().enumerate() {
         let (addr, module) = match f {
