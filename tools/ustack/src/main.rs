@@ -221,6 +221,7 @@ fn utf8(v: std::ffi::OsString) -> std::result::Result<String, String> {
 fn parse_args() -> std::result::Result<Args, String> {
     use lexopt::prelude::*;
     let mut a = Args::default();
+    let mut preempted = false;
     let mut p = lexopt::Parser::from_env();
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
@@ -263,9 +264,7 @@ fn parse_args() -> std::result::Result<Args, String> {
             Long("inverted") => a.inverted = true,
             Long("user-only") => a.stack_view = StackView::UserOnly,
             Long("off-cpu") => a.off_cpu = Some(a.off_cpu.unwrap_or_default()),
-            Long("preempted") => {
-                a.off_cpu = Some(ustack::stacks::OffCpu { preempted: true });
-            }
+            Long("preempted") => preempted = true,
             Long("kernel-only") => a.stack_view = StackView::KernelOnly,
             Long("callee") => a.view.caller_first = false,
             Long("task") => a.view.task = true,
@@ -329,6 +328,15 @@ fn parse_args() -> std::result::Result<Args, String> {
             Value(_) => return Err("one trace at a time".into()),
             _ => return Err(arg.unexpected().to_string()),
         }
+    }
+    match (&mut a.off_cpu, preempted) {
+        (Some(o), true) => o.preempted = true,
+        (None, true) => {
+            return Err(
+                "--preempted adds preempted tasks to the off-CPU time: give --off-cpu too".into(),
+            )
+        }
+        _ => {}
     }
     if a.stack_view != StackView::Both
         && std::env::args().any(|x| x == "--user-only")

@@ -342,3 +342,32 @@ fn every_sample_in_every_output_without_flags() {
     assert_eq!(n, 74);
     assert!(periods.iter().all(|&p| p == 1), "perf script: {periods:?}");
 }
+
+#[test]
+fn preempted_without_off_cpu_is_a_usage_error() {
+    let t = fixture("kstack.dat");
+    let out = Command::new(env!("CARGO_BIN_EXE_ustack"))
+        .args(["--preempted", "--folded", "-"])
+        .arg(&t)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(out.stdout.is_empty(), "nothing written");
+    assert!(
+        err.contains("--preempted") && err.contains("--off-cpu"),
+        "{err}"
+    );
+    // With --off-cpu, in either order, it adds the preempted samples.
+    for args in [["--off-cpu", "--preempted"], ["--preempted", "--off-cpu"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ustack"))
+            .args(args)
+            .args(["--folded", "-"])
+            .arg(&t)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let f = folded(&String::from_utf8_lossy(&out.stdout));
+        assert!(f.iter().any(|(s, _)| s[1].starts_with("[R")), "{args:?}");
+    }
+}
