@@ -193,23 +193,27 @@ fn a_rewritten_file_needs_its_own_rows() {
     assert_eq!(run(&deep, &deep_words, &warm), (1, End::Complete, 0));
 }
 
-/// An object's entry point reached without an FDE and with a zero frame pointer is the
-/// outermost frame (ld.so's `_start`, the root of the loader's stacks before `main`); with
-/// another frame pointer, or elsewhere without an FDE, the frame-pointer rule goes on.
+/// An object's start-up code (from its entry point up to the next FDE, within 256 bytes)
+/// reached without an FDE and with a zero frame pointer is the outermost frame (ld.so's
+/// `_start`, and its `_dl_start_user` that calls the constructors with rbp cleared, the
+/// roots of the loader's stacks before `main`); with another frame pointer, or elsewhere
+/// without an FDE, the frame-pointer rule goes on.
 #[test]
 fn an_entry_point_without_fde_is_the_root() {
     let (dir, _) = images("root");
-    let mut file = std::fs::read(dir.join("control")).expect("control");
+    let control = std::fs::read(dir.join("control")).expect("control");
     let _ = std::fs::remove_dir_all(&dir);
-    // e_entry: past the code, where no FDE covers it.
-    const ENTRY: u64 = 0x1f0;
-    file[24..32].copy_from_slice(&ENTRY.to_le_bytes());
-    let mut stack = [0u8; 64];
-    stack[..8].copy_from_slice(&(STACK + 16).to_le_bytes());
-    stack[8..16].copy_from_slice(&LOADER_RET.to_le_bytes());
-    let mut task = Hostile { file: &file, stack };
-    let mut ips = [0u64; 8];
-    let mut unwind_at = |ip: u64, bp: u64| {
+    let with_entry = |entry: u64| {
+        let mut file = control.clone();
+        file[24..32].copy_from_slice(&entry.to_le_bytes());
+        file
+    };
+    let unwind_at = |file: &[u8], ip: u64, bp: u64| {
+        let mut stack = [0u8; 64];
+        stack[..8].copy_from_slice(&(STACK + 16).to_le_bytes());
+        stack[8..16].copy_from_slice(&LOADER_RET.to_le_bytes());
+        let mut task = Hostile { file, stack };
+        let mut ips = [0u64; 8];
         let regs = Regs {
             ip: BASE + ip,
             sp: STACK,
@@ -220,9 +224,20 @@ fn an_entry_point_without_fde_is_the_root() {
         let (n, end, _) = unwind(&mut task, regs, 1 << 47, &caches, &mut work, &mut ips);
         (n, end)
     };
-    assert_eq!(unwind_at(ENTRY + 5, 0), (1, End::Complete));
-    // Not at the entry point: the frame-pointer rule, which rbp = 0 stops.
-    assert_eq!(unwind_at(ENTRY + 0x20, 0), (1, End::BadFrame));
+    // e_entry past the code (whose FDE covers CODE..CODE + 22, 0x100..0x116), where no
+    // FDE covers it, nor the code after it.
+    const ENTRY: u64 = 0x1f0;
+    let file = with_entry(ENTRY);
+    assert_eq!(unwind_at(&file, ENTRY + 5, 0), (1, End::Complete));
+    // Further in the start-up code: still the root.
+    assert_eq!(unwind_at(&file, ENTRY + 0x20, 0), (1, End::Complete));
+    // Past the start-up span: the frame-pointer rule, which rbp = 0 stops.
+    assert_eq!(unwind_at(&file, ENTRY + 0x100, 0), (1, End::BadFrame));
     // At the entry point with a frame pointer: the frame-pointer rule goes on.
-    assert_eq!(unwind_at(ENTRY + 5, STACK).0, 2);
+    assert_eq!(unwind_at(&file, ENTRY + 5, STACK).0, 2);
+    // An entry point below the FDE's function: the start-up code ends where that FDE
+    // starts, so an address past the function, without an FDE, is no root.
+    let file = with_entry(0xf0);
+    assert_eq!(unwind_at(&file, 0xf5, 0), (1, End::Complete));
+    assert_eq!(unwind_at(&file, 0x120, 0), (1, End::BadFrame));
 }
