@@ -507,8 +507,11 @@ static int mapstack(const char *path, long n)
 
 #define UU_ARCH_MAP_VDSO_32 0x2002
 
-/* Unmaps every mapping /proc/self/maps names NAME; the number unmapped, or -1. */
-static int unmap_named(const char *name)
+/*
+ * Unmaps every mapping /proc/self/maps names NAME (with @unmap), or finds the first one's
+ * start (into *@start); the number of them, or -1.
+ */
+static int named(const char *name, int unmap, unsigned long *start_out)
 {
 	char line[512];
 	unsigned long start, end;
@@ -522,8 +525,10 @@ static int unmap_named(const char *name)
 
 		if (p && !strncmp(p + 1, name, strlen(name)) && p[1 + strlen(name)] == '\n' &&
 		    sscanf(line, "%lx-%lx", &start, &end) == 2) {
-			if (munmap((void *)start, end - start))
+			if (unmap && munmap((void *)start, end - start))
 				return -1;
+			if (!n && start_out)
+				*start_out = start;
 			n++;
 		}
 	}
@@ -533,18 +538,22 @@ static int unmap_named(const char *name)
 
 static int vdso32(long n)
 {
-	unsigned long stack[64] = { 0 };
-	long base, calls = 0;
+	unsigned long stack[64] = { 0 }, base = 0;
+	long calls = 0;
 
-	if (unmap_named("[vdso]") != 1 || unmap_named("[vvar]") < 0 ||
-	    unmap_named("[vvar_vclock]") < 0) {
+	if (named("[vdso]", 1, NULL) != 1 || named("[vvar]", 1, NULL) < 0 ||
+	    named("[vvar_vclock]", 1, NULL) < 0) {
 		fprintf(stderr, "vdso32: unmapping the vDSO failed\n");
 		return 3;
 	}
 	/* From here on libc must not call into the vDSO: raw system calls only. */
-	base = syscall(SYS_arch_prctl, UU_ARCH_MAP_VDSO_32, 0x7f0000000000UL);
-	if (base < 0) {
+	if (syscall(SYS_arch_prctl, UU_ARCH_MAP_VDSO_32, 0x7f0000000000UL) < 0) {
 		perror("ARCH_MAP_VDSO_32");
+		return 3;
+	}
+	/* It returns the image's size: where it went, /proc/self/maps says. */
+	if (named("[vdso]", 0, &base) != 1) {
+		fprintf(stderr, "vdso32: no [vdso] mapped\n");
 		return 3;
 	}
 	/* A return address inside the 32-bit image's text. */
