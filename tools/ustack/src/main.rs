@@ -633,19 +633,30 @@ fn run(a: Args) -> Result<bool> {
             })?,
             "folded" => write_out(dest, |w| output::write_folded(&p, task, w))?,
             "svg" => write_out(dest, |w| {
+                // The graph says what its widths are when they are not samples.
+                let what = if p.off_cpu {
+                    "off-CPU time (ms) of "
+                } else {
+                    ""
+                };
                 let svg = match (&base, &a.diff) {
                     (Some(b), Some(bp)) => output::svg_diff(
                         &p,
                         b,
                         &format!(
-                            "ustack: {} against {}",
+                            "ustack: {what}{} against {}",
                             escape(&name),
                             escape(&bp.display().to_string())
                         ),
                         task,
                         a.inverted,
                     ),
-                    _ => output::svg(&p, &format!("ustack: {}", escape(&name)), task, a.inverted),
+                    _ => output::svg(
+                        &p,
+                        &format!("ustack: {what}{}", escape(&name)),
+                        task,
+                        a.inverted,
+                    ),
                 };
                 w.write_all(svg.as_bytes())
             })?,

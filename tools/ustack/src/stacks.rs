@@ -492,7 +492,9 @@ impl Aggregator {
         // (frame key, return address, pid for anonymous frames) -> symbolized frame.
         let mut pf_ids: IdMap<(u32, bool, i32), u32> = IdMap::default();
         let mut pf_labels: Vec<Vec<u32>> = Vec::new();
-        let mut entries: IdMap<(u32, i32, u32, bool, Vec<u32>), u64> = IdMap::default();
+        // (event, pid, task, complete, labels) -> (value, samples).
+        type Shown = (u32, i32, u32, bool, Vec<u32>);
+        let mut entries: IdMap<Shown, (u64, u64)> = IdMap::default();
         let mut stacks: Vec<(RawStack, Count)> = self.stacks.into_iter().collect();
         // Most frequent first, then in the order of the trace's first frames: the order
         // labels are numbered in, and so ties are broken in, is the same every run.
@@ -715,19 +717,22 @@ impl Aggregator {
                 count,
                 times,
             });
-            *entries
+            let e = entries
                 .entry((event, raw.pid, task, raw.complete, frames))
-                .or_default() += count;
+                .or_default();
+            e.0 += count;
+            e.1 += nsamples;
             p.comms.insert(raw.pid, comm);
         }
         p.entries = entries
             .into_iter()
-            .map(|((event, pid, task, _, frames), count)| Entry {
+            .map(|((event, pid, task, _, frames), (count, samples))| Entry {
                 event,
                 pid,
                 task,
                 frames,
                 count,
+                samples,
             })
             .collect();
         p.entries.sort_unstable_by(|a, b| {
@@ -814,7 +819,10 @@ pub struct Entry {
     pub pid: i32,
     pub task: u32,
     pub frames: Vec<u32>,
+    /// Its value: samples, or off-CPU nanoseconds.
     pub count: u64,
+    /// Its samples (with `--off-cpu`, the times its task blocked).
+    pub samples: u64,
 }
 
 /// Counted stacks by what they show.

@@ -315,10 +315,62 @@ fn off_cpu_in_every_output() {
         "perf script: {periods:?}"
     );
     assert!(!r.perf_script.contains("sys_enter"), "perf script");
+    // The report: the time in a readable unit and the number of blockings, in columns
+    // that keep their alignment whatever the unit.
     assert!(
-        r.report.contains("# Off-CPU time: "),
+        r.report
+            .starts_with("# Off-CPU time: 2993.320 ms in 44 blockings  Stacks: "),
         "report: {}",
         r.report
+    );
+    let header = r
+        .report
+        .lines()
+        .find(|l| l.starts_with("# Children"))
+        .unwrap();
+    assert!(
+        header.starts_with("# Children      Self     Off-CPU  Blockings  Function"),
+        "{header}"
+    );
+    let time_end = header.find("Off-CPU").unwrap() + "Off-CPU".len();
+    let n_end = header.find("Blockings").unwrap() + "Blockings".len();
+    let mut units = std::collections::BTreeSet::new();
+    let rows = r
+        .report
+        .lines()
+        .skip_while(|l| !l.starts_with("# Children"))
+        .skip(2)
+        .take_while(|l| !l.starts_with('#'));
+    for l in rows {
+        let time = l[..time_end].rsplit("  ").next().unwrap();
+        let (num, unit) = time.split_once(' ').unwrap();
+        assert!(
+            num.parse::<f64>().is_ok() && l[time_end..].starts_with("  "),
+            "{l}"
+        );
+        units.insert(unit.to_string());
+        let n = l[..n_end].rsplit(' ').next().unwrap();
+        assert!(n.parse::<u64>().unwrap() >= 1, "{l}");
+        assert!(l[n_end..].starts_with("  "), "{l}");
+    }
+    assert!(units.contains("s") && units.contains("ms"), "{units:?}");
+    // The top stacks: the same columns.
+    assert!(
+        r.report
+            .contains("# Overhead     Off-CPU  Blockings  Event / task\n"),
+        "report: {}",
+        r.report
+    );
+    assert!(
+        r.report
+            .contains("%  779.590 ms          2  sched:sched_switch\n"),
+        "report: {}",
+        r.report
+    );
+    // The flame graph's title says what its widths are.
+    assert!(
+        r.svg.contains(">ustack: off-CPU time (ms) of "),
+        "svg: the title"
     );
     assert!(!r.report.contains("sys_enter"), "report");
     let (names, _) = svg_frames(&r.svg);

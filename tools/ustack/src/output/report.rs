@@ -6,24 +6,55 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use super::{pct, SortKey, View};
-use crate::stacks::{Label, Profile};
+use crate::stacks::{Entry, Label, Profile};
+
+/// Off-CPU nanoseconds in a unit a reader takes in at a glance: `2.993 s`, `665.848 ms`,
+/// `12.500 us`, `800 ns`.
+pub fn time(ns: u64) -> String {
+    let f = ns as f64;
+    match ns {
+        1_000_000_000.. => format!("{:.3} s", f / 1e9),
+        1_000_000.. => format!("{:.3} ms", f / 1e6),
+        1_000.. => format!("{:.3} us", f / 1e3),
+        _ => format!("{ns} ns"),
+    }
+}
+
+/// The value columns of a row: its samples, or (`--off-cpu`) its time off the CPU and
+/// the number of times its tasks blocked there.
+fn values(p: &Profile, value: u64, samples: u64) -> String {
+    if p.off_cpu {
+        format!("{:>10}  {samples:>9}", time(value))
+    } else {
+        format!("{value:7}")
+    }
+}
 
 /// The report: functions with their self and children samples (`--sort` keys), then the
 /// top stacks, innermost frame first (callee first, as `perf report --stdio`'s default
 /// call graph) or outermost first with `caller_first` (`perf report -G`).
 pub fn report(p: &Profile, v: &View) -> String {
-    let stacks = shown_stacks(p, v.task);
+    let entries: Vec<&Entry> = p.entries.iter().collect();
     let mut out = String::new();
+    section(p, v, &entries, &mut out);
+    out
+}
+
+/// One section of the report: the function view and top stacks of `entries`, shares of
+/// their own total.
+fn section(p: &Profile, v: &View, entries: &[&Entry], out: &mut String) {
+    let stacks = shown_stacks(p, entries, v.task);
+    let total: u64 = entries.iter().map(|e| e.count).sum();
+    let blockings: u64 = entries.iter().map(|e| e.samples).sum();
     if p.off_cpu {
-        // --off-cpu: the counts are nanoseconds off the CPU.
         let _ = writeln!(
             out,
-            "# Off-CPU time: {:.3} ms (counts in ns)  Stacks: {}",
-            p.samples as f64 / 1e6,
+            "# Off-CPU time: {:.3} ms in {blockings} blockings  Stacks: {}",
+            total as f64 / 1e6,
             stacks.len()
         );
     } else {
-        let _ = writeln!(out, "# Samples: {}  Stacks: {}", p.samples, stacks.len());
+        let _ = writeln!(out, "# Samples: {total}  Stacks: {}", stacks.len());
     }
     // The function view: a key per label of each stack, counted once per stack
     // (children), and for its innermost frame (self).
@@ -63,9 +94,10 @@ pub fn report(p: &Profile, v: &View) -> String {
             })
         })
         .collect();
-    let mut counts: HashMap<(u32, i32), (u64, u64)> = HashMap::new();
+    // (children, self, children's samples) of each key.
+    let mut counts: HashMap<(u32, i32), (u64, u64, u64)> = HashMap::new();
     let mut keys: Vec<(u32, i32)> = Vec::new();
-    for e in &p.entries {
+    for e in entries {
         let pid = if by_task { e.pid } else { 0 };
         keys.clear();
         // Markers ([truncated: REASON], [no stack]) are not functions: the summary
@@ -80,13 +112,15 @@ pub fn report(p: &Profile, v: &View) -> String {
         keys.sort_unstable();
         keys.dedup();
         for k in &keys {
-            counts.entry(*k).or_default().0 += e.count;
+            let c = counts.entry(*k).or_default();
+            c.0 += e.count;
+            c.2 += e.samples;
         }
         if let Some(k) = inner {
             counts.entry(k).or_default().1 += e.count;
         }
     }
-    let rows: Vec<(Vec<String>, (u64, u64))> = counts
+    let rows: Vec<(Vec<String>, (u64, u64, u64))> = counts
         .into_iter()
         .map(|((part, pid), c)| {
             let (f, m) = &parts[part as usize];
@@ -109,17 +143,18 @@ pub fn report(p: &Profile, v: &View) -> String {
         .collect();
     // Rows shown alike are one (two processes of one command, with --sort comm): their
     // samples are apart, so the counts add up.
-    let mut merged: HashMap<Vec<String>, (u64, u64)> = HashMap::new();
-    for (k, (c, s)) in rows {
+    let mut merged: HashMap<Vec<String>, (u64, u64, u64)> = HashMap::new();
+    for (k, (c, s, n)) in rows {
         let m = merged.entry(k).or_default();
         m.0 += c;
         m.1 += s;
+        m.2 += n;
     }
-    let mut rows: Vec<(Vec<String>, (u64, u64))> = merged.into_iter().collect();
+    let mut rows: Vec<(Vec<String>, (u64, u64, u64))> = merged.into_iter().collect();
     rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let shown: Vec<_> = rows
         .iter()
-        .filter(|r| pct(r.1 .0, p.samples) >= v.percent_limit)
+        .filter(|r| pct(r.1 .0, total) >= v.percent_limit)
         .collect();
     let titles: Vec<&str> = v.sort.iter().map(|k| k.title()).collect();
     let mut widths: Vec<usize> = titles.iter().map(|t| t.len()).collect();
@@ -139,18 +174,28 @@ pub fn report(p: &Profile, v: &View) -> String {
         }
         s
     };
+    let (value_titles, value_dots) = if p.off_cpu {
+        ("   Off-CPU  Blockings", "..........  .........")
+    } else {
+        ("Samples", ".......")
+    };
     let _ = writeln!(out, "#");
-    let _ = writeln!(out, "# Children      Self  Samples  {}", cols(&titles));
+    let _ = writeln!(
+        out,
+        "# Children      Self  {value_titles}  {}",
+        cols(&titles)
+    );
     let dots: Vec<String> = widths.iter().map(|w| ".".repeat(*w)).collect();
     let dots: Vec<&str> = dots.iter().map(String::as_str).collect();
-    let _ = writeln!(out, "# ........  ........  .......  {}", cols(&dots));
-    for (k, (children, selfn)) in &shown {
+    let _ = writeln!(out, "# ........  ........  {value_dots}  {}", cols(&dots));
+    for (k, (children, selfn, n)) in &shown {
         let vals: Vec<&str> = k.iter().map(String::as_str).collect();
         let _ = writeln!(
             out,
-            "{:9.2}%  {:7.2}%  {children:7}  {}",
-            pct(*children, p.samples),
-            pct(*selfn, p.samples),
+            "{:9.2}%  {:7.2}%  {}  {}",
+            pct(*children, total),
+            pct(*selfn, total),
+            values(p, *children, *n),
             cols(&vals)
         );
     }
@@ -170,11 +215,14 @@ pub fn report(p: &Profile, v: &View) -> String {
     };
     let _ = writeln!(out, "# Top stacks, {order}");
     let _ = writeln!(out, "#");
-    let _ = writeln!(out, "# Overhead  Samples  Event / task");
-    let _ = writeln!(out, "# ........  .......  ..............................");
+    let _ = writeln!(out, "# Overhead  {value_titles}  Event / task");
+    let _ = writeln!(
+        out,
+        "# ........  {value_dots}  .............................."
+    );
     let mut printed = 0;
-    for (stack, n) in &stacks {
-        if printed >= v.top || pct(*n, p.samples) < v.percent_limit {
+    for (stack, (n, samples)) in &stacks {
+        if printed >= v.top || pct(*n, total) < v.percent_limit {
             break;
         }
         printed += 1;
@@ -187,8 +235,9 @@ pub fn report(p: &Profile, v: &View) -> String {
         let _ = writeln!(
             out,
             "
-{:9.2}%  {n:7}  {}",
-            pct(*n, p.samples),
+{:9.2}%  {}  {}",
+            pct(*n, total),
+            values(p, *n, *samples),
             roots.join(" / ")
         );
         let _ = writeln!(out, "            |");
@@ -237,7 +286,6 @@ pub fn report(p: &Profile, v: &View) -> String {
             stacks.len() - printed
         );
     }
-    out
 }
 
 /// What the report shows of a label: two files of one basename print alike.
@@ -251,9 +299,10 @@ fn shown(l: &Label) -> Label {
     }
 }
 
-/// The profile's label stacks counted by what the report shows of them (a label per
-/// distinct shown label), most frequent first, ties in label order.
-fn shown_stacks(p: &Profile, task: bool) -> Vec<(Vec<u32>, u64)> {
+/// The label stacks of `entries` (the event, the task with `task`, the frames outermost
+/// first) counted by what the report shows of them (a label per distinct shown label),
+/// with their samples, most frequent first, ties in label order.
+fn shown_stacks(p: &Profile, entries: &[&Entry], task: bool) -> Vec<(Vec<u32>, (u64, u64))> {
     let mut ids: HashMap<Label, u32> = HashMap::new();
     let to_shown: Vec<u32> = p
         .labels
@@ -261,14 +310,19 @@ fn shown_stacks(p: &Profile, task: bool) -> Vec<(Vec<u32>, u64)> {
         .enumerate()
         .map(|(i, l)| *ids.entry(shown(l)).or_insert(i as u32))
         .collect();
-    let mut m: HashMap<Vec<u32>, u64> = HashMap::new();
-    for (mut s, n) in p.label_stacks(task) {
-        for l in s.iter_mut() {
-            *l = to_shown[*l as usize];
+    let mut m: HashMap<Vec<u32>, (u64, u64)> = HashMap::new();
+    for e in entries {
+        let mut s = Vec::with_capacity(e.frames.len() + 2);
+        s.push(to_shown[e.event as usize]);
+        if task {
+            s.push(to_shown[e.task as usize]);
         }
-        *m.entry(s).or_default() += n;
+        s.extend(e.frames.iter().map(|&l| to_shown[l as usize]));
+        let c = m.entry(s).or_default();
+        c.0 += e.count;
+        c.1 += e.samples;
     }
-    let mut v: Vec<(Vec<u32>, u64)> = m.into_iter().collect();
-    v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut v: Vec<(Vec<u32>, (u64, u64))> = m.into_iter().collect();
+    v.sort_unstable_by(|a, b| b.1 .0.cmp(&a.1 .0).then_with(|| a.0.cmp(&b.0)));
     v
 }
