@@ -44,6 +44,9 @@ Outputs (each FILE may be - for standard output, for one of them):
   --preempted          with --off-cpu, preempted (runnable) tasks too, under [R]
   --user-only          leave the kernel frames out (recorded with -T: ustack record -T)
   --kernel-only        only the kernel frames
+  --keep-tracing-frames  keep the tracing machinery's own kernel frames (the event's
+                       probe, __traceiter_EVENT, __do_trace_EVENT), left out by default:
+                       kernel stacks start where the event happened, as perf's do
 
 Finding the files (the paths are the traced machine's):
   --sysroot DIR        look for every path under DIR
@@ -201,6 +204,8 @@ struct Args {
     inverted: bool,
     stack_view: StackView,
     off_cpu: Option<ustack::stacks::OffCpu>,
+    /// Keep the tracing machinery's own kernel frames.
+    keep_tracing: bool,
 }
 
 /// An option's value, as given (a path).
@@ -266,6 +271,7 @@ fn parse_args() -> std::result::Result<Args, String> {
             Long("off-cpu") => a.off_cpu = Some(a.off_cpu.unwrap_or_default()),
             Long("preempted") => preempted = true,
             Long("kernel-only") => a.stack_view = StackView::KernelOnly,
+            Long("keep-tracing-frames") => a.keep_tracing = true,
             Long("callee") => a.view.caller_first = false,
             Long("task") => a.view.task = true,
             Long("diff") => a.diff = Some(os_value(&mut p)?.into()),
@@ -471,6 +477,14 @@ impl Progress {
     }
 }
 
+/// What of the samples the outputs show, and how they are weighed.
+#[derive(Clone, Copy)]
+struct Select {
+    view: StackView,
+    off_cpu: Option<ustack::stacks::OffCpu>,
+    keep_tracing: bool,
+}
+
 /// Read a trace, join it and count its samples.
 #[allow(clippy::too_many_arguments)]
 fn read_trace(
@@ -479,8 +493,7 @@ fn read_trace(
     instance: Option<&str>,
     progress: &mut Progress,
     keep_times: bool,
-    view: StackView,
-    off_cpu: Option<ustack::stacks::OffCpu>,
+    select: Select,
     mut sink: Option<&mut output::PerfScript>,
 ) -> Result<(Aggregator, join::Stats, ustack::Summary, Kallsyms)> {
     let name = path.display().to_string();
@@ -496,8 +509,10 @@ fn read_trace(
     let mut joiner = join::Joiner::new();
     let mut agg = Aggregator::new(filter.clone());
     agg.keep_times = keep_times;
-    agg.view = view;
-    agg.off_cpu = off_cpu;
+    agg.view = select.view;
+    agg.off_cpu = select.off_cpu;
+    agg.keep_tracing = select.keep_tracing;
+    agg.kallsyms = kallsyms.clone();
     let mut n = 0u64;
     let mut take = |s: join::Sample, sink: &mut Option<&mut output::PerfScript>| {
         // One rule for what every output shows: perf script writes what the count keeps.
@@ -558,6 +573,11 @@ fn run(a: Args) -> Result<bool> {
         }
     };
     let name = path.display().to_string();
+    let select = Select {
+        view: a.stack_view,
+        off_cpu: a.off_cpu,
+        keep_tracing: a.keep_tracing,
+    };
     let mut progress = Progress::new(a.quiet);
     let mut sym = Symbolizer::new(a.opts.clone());
     // pprof gives each sample's time.
@@ -575,8 +595,7 @@ fn run(a: Args) -> Result<bool> {
                     a.instance.as_deref(),
                     &mut progress,
                     times,
-                    a.stack_view,
-                    a.off_cpu,
+                    select,
                     Some(&mut ps),
                 ));
                 late = ps.finish()?;
@@ -590,8 +609,7 @@ fn run(a: Args) -> Result<bool> {
             a.instance.as_deref(),
             &mut progress,
             times,
-            a.stack_view,
-            a.off_cpu,
+            select,
             None,
         )?,
     };
@@ -602,8 +620,7 @@ fn run(a: Args) -> Result<bool> {
             a.instance.as_deref(),
             &mut progress,
             false,
-            a.stack_view,
-            a.off_cpu,
+            select,
             None,
         )?),
         None => None,

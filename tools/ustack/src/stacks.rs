@@ -221,6 +221,46 @@ impl FKey {
     }
 }
 
+/// Whether kernel function `func` is the tracing machinery of event `event` (`system:name`
+/// or `name`), which a kernel stack taken in the event holds innermost, above the place
+/// the event happened: the code the kernel's `TRACE_EVENT` and `DECLARE_TRACE` macros
+/// generate for it. `innermost`: the stack's first frame, the event's probe, named for
+/// its class (`trace_event_raw_event_CLASS`, `perf_trace_CLASS`), which may not be the
+/// event's own name (`DEFINE_EVENT`); then the event's own `__traceiter_NAME`,
+/// `__do_trace_NAME` and `trace_NAME`. A compiler's suffix (`.isra.0`, `.constprop.0`)
+/// is not part of the name.
+pub fn is_tracing_frame(event: &str, func: &str, innermost: bool) -> bool {
+    let name = event.rsplit(':').next().unwrap_or(event);
+    let func = func.split('.').next().unwrap_or(func);
+    if innermost && (func.starts_with("trace_event_raw_event_") || func.starts_with("perf_trace_"))
+    {
+        return true;
+    }
+    ["__traceiter_", "__do_trace_", "trace_"]
+        .iter()
+        .any(|p| func.strip_prefix(p) == Some(name))
+}
+
+/// How many of the innermost frames of `kernel` (the kernel stack of an `event`) are the
+/// tracing machinery's, by the names `kallsyms` (or the trace's text) gives them.
+pub fn tracing_frames(
+    event: &str,
+    kernel: &[crate::events::KFrame],
+    kallsyms: &crate::kallsyms::Kallsyms,
+) -> usize {
+    kernel
+        .iter()
+        .enumerate()
+        .take_while(|(i, k)| {
+            let name = match k {
+                crate::events::KFrame::Addr(a) => kallsyms.lookup(*a).map(|s| s.name),
+                crate::events::KFrame::Name(n) => n.split(' ').next(),
+            };
+            name.is_some_and(|n| is_tracing_frame(event, n, *i == 0))
+        })
+        .count()
+}
+
 /// What `--off-cpu` counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OffCpu {
@@ -301,6 +341,11 @@ pub struct Aggregator {
     pub off_cpu_preempted: u64,
     /// Kernel frames, user frames or both.
     pub view: StackView,
+    /// Keep the tracing machinery's own kernel frames ([`tracing_frames`]), which are
+    /// left out by default.
+    pub keep_tracing: bool,
+    /// The trace's kernel symbols, to know those frames by name.
+    pub kallsyms: crate::kallsyms::Kallsyms,
     /// Keep each sample's time (for pprof), up to [`TIMES_MAX`] in all.
     pub keep_times: bool,
     times_kept: usize,
@@ -407,7 +452,11 @@ impl Aggregator {
         let kept = Kept {
             weight,
             kernel: self.view != StackView::UserOnly,
-            kernel_from: 0,
+            kernel_from: if self.keep_tracing {
+                0
+            } else {
+                tracing_frames(&s.event, &s.kernel, &self.kallsyms)
+            },
             user: self.view != StackView::KernelOnly,
         };
         let event = self.string(&s.event);
@@ -946,6 +995,46 @@ pub fn profile(samples: &[Sample], sym: &mut Symbolizer, filter: &Filter, lines:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tracing_frames_are_the_events_own() {
+        use crate::events::KFrame;
+        let names =
+            |v: &[&str]| -> Vec<KFrame> { v.iter().map(|n| KFrame::Name(Rc::from(*n))).collect() };
+        let none = crate::kallsyms::Kallsyms::default();
+        let sw = names(&[
+            "trace_event_raw_event_sched_switch",
+            "__traceiter_sched_switch",
+            "__do_trace_sched_switch",
+            "__schedule",
+            "schedule",
+        ]);
+        assert_eq!(tracing_frames("sched:sched_switch", &sw, &none), 3);
+        // Another event's functions are not this one's machinery.
+        assert_eq!(tracing_frames("sched:sched_wakeup", &sw, &none), 1);
+        let se = names(&[
+            "trace_event_raw_event_sys_enter",
+            "__do_trace_sys_enter",
+            "trace_syscall_enter",
+            "do_syscall_64",
+        ]);
+        assert_eq!(tracing_frames("raw_syscalls:sys_enter", &se, &none), 2);
+        // A class probe counts only innermost; the event's own name anywhere in the run.
+        let wk = names(&[
+            "perf_trace_sched_wakeup_template.isra.0",
+            "trace_sched_wakeup",
+            "trace_event_raw_event_sched_switch",
+            "try_to_wake_up",
+        ]);
+        assert_eq!(tracing_frames("sched_wakeup", &wk, &none), 2);
+        assert_eq!(
+            tracing_frames("sched_wakeup", &names(&["__schedule"]), &none),
+            0
+        );
+        // A stack the event's machinery is not in (the text's, already cut) stays whole.
+        let text = names(&["trace_syscall_enter", "do_syscall_64+0x5d/0x170"]);
+        assert_eq!(tracing_frames("sys_enter", &text, &none), 0);
+    }
 
     #[test]
     fn labels_as_folded_text() {

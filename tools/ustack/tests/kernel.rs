@@ -260,7 +260,9 @@ fn ustack_kernel_stacks(text: &str) -> BTreeMap<(String, String), Vec<Vec<String
 
 /// Every sample's kernel frames are the ones trace-cmd report names for its event's
 /// kernel stack, frame for frame (trace-cmd prints the 8 its format declares: the deeper
-/// ones, which ustack reads from the record's `size`, are compared up to there).
+/// ones, which ustack reads from the record's `size`, are compared up to there): all of
+/// them with `--keep-tracing-frames`, and by default those after the tracepoint's own,
+/// from `__schedule` (sched_switch) or `trace_syscall_enter` (sys_enter) on.
 #[test]
 fn kernel_frames_are_trace_cmd_reports() {
     let mut dirs = vec![fixture("")];
@@ -274,41 +276,81 @@ fn kernel_frames_are_trace_cmd_reports() {
             continue;
         }
         let truth = report_kernel_stacks(&std::fs::read_to_string(&report).unwrap());
-        let (text, err) = ustack(&[
-            "-q",
-            "--sysroot",
-            "/nonexistent",
-            "--sysroot-only",
-            "--perf-script",
-            "-",
-            dat.to_str().unwrap(),
-        ]);
-        let ours = ustack_kernel_stacks(&text);
-        assert!(!ours.is_empty(), "{err}");
-        let mut samples = 0;
-        for (k, stacks) in &ours {
-            let mut theirs = truth
-                .get(k)
-                .unwrap_or_else(|| panic!("{k:?}: no such event in the report"))
-                .clone();
-            for s in stacks {
-                assert!(!s.is_empty(), "{k:?}: a sample without kernel frames");
-                let cut: Vec<String> = s.iter().take(8).cloned().collect();
-                let i = theirs
-                    .iter()
-                    .position(|t| *t == cut)
-                    .unwrap_or_else(|| panic!("{k:?}: {cut:?} is none of the report's {theirs:?}"));
-                theirs.remove(i);
-                samples += 1;
+        // With --keep-tracing-frames, the stacks as the report has them; by default
+        // without the leading frames the event's tracepoint generated (its probe,
+        // __traceiter_EVENT, __do_trace_EVENT): they start where the event happened.
+        for keep in [true, false] {
+            let mut args = vec![
+                "-q",
+                "--sysroot",
+                "/nonexistent",
+                "--sysroot-only",
+                "--perf-script",
+                "-",
+                dat.to_str().unwrap(),
+            ];
+            if keep {
+                args.insert(0, "--keep-tracing-frames");
             }
+            let (text, err) = ustack(&args);
+            let ours = ustack_kernel_stacks(&text);
+            assert!(!ours.is_empty(), "{err}");
+            let mut samples = 0;
+            for (k, stacks) in &ours {
+                let ev = &k.0;
+                let machinery = [
+                    format!("trace_event_raw_event_{ev}"),
+                    format!("__traceiter_{ev}"),
+                    format!("__do_trace_{ev}"),
+                ];
+                // The report's stacks (the 8 frames it prints), and whether each is cut
+                // there.
+                let mut theirs: Vec<(Vec<String>, bool)> = truth
+                    .get(k)
+                    .unwrap_or_else(|| panic!("{k:?}: no such event in the report"))
+                    .iter()
+                    .map(|t| {
+                        let cut = t.len() == 8;
+                        let skip = if keep {
+                            0
+                        } else {
+                            t.iter().take_while(|f| machinery.contains(f)).count()
+                        };
+                        (t[skip..].to_vec(), cut)
+                    })
+                    .collect();
+                for s in stacks {
+                    assert!(!s.is_empty(), "{k:?}: a sample without kernel frames");
+                    if !keep {
+                        let first = if ev == "sched_switch" {
+                            "__schedule"
+                        } else {
+                            "trace_syscall_enter"
+                        };
+                        assert_eq!(s[0], first, "{k:?}: {s:?}");
+                    }
+                    let i = theirs
+                        .iter()
+                        .position(|(t, cut)| {
+                            s.len() >= t.len()
+                                && s[..t.len()] == t[..]
+                                && (*cut || s.len() == t.len())
+                        })
+                        .unwrap_or_else(|| {
+                            panic!("{k:?}: {s:?} is none of the report's {theirs:?}")
+                        });
+                    theirs.remove(i);
+                    samples += 1;
+                }
+            }
+            // uu_chain's three getppid calls, and uu_offcpu's blocking.
+            assert!(samples >= 30, "{samples} samples: {ours:?}");
+            assert!(
+                ours.keys().any(|(e, _)| e == "sched_switch")
+                    && ours.keys().any(|(e, _)| e == "sys_enter"),
+                "{ours:?}"
+            );
         }
-        // uu_chain's three getppid calls, and uu_offcpu's blocking.
-        assert!(samples >= 30, "{samples} samples: {ours:?}");
-        assert!(
-            ours.keys().any(|(e, _)| e == "sched_switch")
-                && ours.keys().any(|(e, _)| e == "sys_enter"),
-            "{ours:?}"
-        );
         checked += 1;
         let (_, err) = ustack(&["--folded", "/dev/null", dat.to_str().unwrap()]);
         assert!(

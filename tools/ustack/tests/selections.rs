@@ -423,3 +423,51 @@ fn preempted_without_off_cpu_is_a_usage_error() {
         assert!(f.iter().any(|(s, _)| s[1].starts_with("[R")), "{args:?}");
     }
 }
+
+/// The tracing machinery's own kernel frames (the event's probe, `__traceiter_EVENT`,
+/// `__do_trace_EVENT`) are in no output by default, and in every one with
+/// `--keep-tracing-frames`: the same samples, the same totals.
+#[test]
+fn tracing_frames_left_out_of_every_output_unless_kept() {
+    let machinery = [
+        "trace_event_raw_event_sched_switch",
+        "__traceiter_sched_switch",
+        "__do_trace_sched_switch",
+        "trace_event_raw_event_sys_enter",
+        "__do_trace_sys_enter",
+    ];
+    for keep in [false, true] {
+        let r = run(if keep {
+            &["--keep-tracing-frames"]
+        } else {
+            &[]
+        });
+        let f = common_checks(&r, if keep { "kept" } else { "trimmed" });
+        assert_eq!(total(&f), 74);
+        let (_, strings) = &r.pprof;
+        for m in machinery {
+            for (what, text) in [
+                ("folded", &r.folded),
+                ("report", &r.report),
+                ("svg", &r.svg),
+                ("speedscope", &r.speedscope),
+                ("perf script", &r.perf_script),
+            ] {
+                assert_eq!(text.contains(m), keep, "{what}: {m}");
+            }
+            assert_eq!(strings.iter().any(|s| s == m), keep, "pprof: {m}");
+        }
+        // Where the event happened is innermost: the report's "Self" is there.
+        let inner = if keep {
+            "trace_event_raw_event_sched_switch"
+        } else {
+            "__schedule"
+        };
+        assert!(
+            r.report
+                .contains(&format!("    94.59%    94.59%       70  {inner}  ")),
+            "{}",
+            r.report
+        );
+    }
+}
