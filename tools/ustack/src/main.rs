@@ -23,7 +23,8 @@ version 6 or 7, compressed or not) or the text of /sys/kernel/tracing/trace. Wit
 output option the report is printed.
 
 Outputs (each FILE may be - for standard output, for one of them):
-  --report FILE        functions (self, children) and top stacks, perf report style
+  --report FILE        functions (self, children) and top stacks, perf report style,
+                       a section per event
   -o FILE              the report to FILE
   --folded FILE        folded stacks, 'event;outer;...;inner COUNT', for flame graph tools
   --svg FILE           a flame graph (click to zoom, search)
@@ -60,7 +61,8 @@ Finding the files (the paths are the traced machine's):
   --no-inline          no inlined frames
 
 Filters (repeatable; a sample passes if it matches one of each kind given):
-  --pid PID  --comm COMM  --event NAME (system:event or event)
+  --pid PID  --comm COMM  --event NAME (system:event or event; the report has a
+                       section per event)
   --tgid TGID          the threads of a process (from task:task_newtask events or the
                        text's tgid column; a task not created in the trace is its own)
   --cpu CPUS           the CPU of the sample's event: 0,2-3

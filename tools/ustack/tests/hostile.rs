@@ -305,7 +305,10 @@ fn stacks_are_counted_by_what_is_shown() {
         "raw_syscalls:sys_enter;jit_main;jit_add 3\nraw_syscalls:sys_enter;jit_main 1\n"
     );
     let (report, _, _) = ustack(&["-q", "--perf-map", m, "--report", "-", f]);
-    assert!(report.starts_with("# Samples: 4  Stacks: 2\n"), "{report}");
+    assert!(
+        report.starts_with("# Event: raw_syscalls:sys_enter\n# Samples: 4  Stacks: 2\n"),
+        "{report}"
+    );
     // jit_main: in all four, innermost in one; jit_add: innermost in three.
     assert!(
         report.contains("   100.00%    25.00%        4  jit_main  [unknown]\n"),
@@ -358,7 +361,10 @@ fn files_of_one_basename_are_one_stack_in_the_report() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(folded.lines().count(), 1, "{folded}");
     let (report, _, _) = ustack(&["-q", "--sysroot", "/nonexistent", "--report", "-", f]);
-    assert!(report.starts_with("# Samples: 2  Stacks: 1\n"), "{report}");
+    assert!(
+        report.starts_with("# Event: raw_syscalls:sys_enter\n# Samples: 2  Stacks: 1\n"),
+        "{report}"
+    );
     assert!(report.contains("   100.00%        2  "), "{report}");
     std::fs::remove_dir_all(&d).unwrap();
 }

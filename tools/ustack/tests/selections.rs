@@ -318,8 +318,9 @@ fn off_cpu_in_every_output() {
     // The report: the time in a readable unit and the number of blockings, in columns
     // that keep their alignment whatever the unit.
     assert!(
-        r.report
-            .starts_with("# Off-CPU time: 2993.320 ms in 44 blockings  Stacks: "),
+        r.report.starts_with(
+            "# Event: sched:sched_switch\n# Off-CPU time: 2993.320 ms in 44 blockings  Stacks: "
+        ),
         "report: {}",
         r.report
     );
@@ -457,7 +458,7 @@ fn tracing_frames_left_out_of_every_output_unless_kept() {
             }
             assert_eq!(strings.iter().any(|s| s == m), keep, "pprof: {m}");
         }
-        // Where the event happened is innermost: the report's "Self" is there.
+        // Where the event happened is innermost: the "Self" of its report section.
         let inner = if keep {
             "trace_event_raw_event_sched_switch"
         } else {
@@ -465,9 +466,86 @@ fn tracing_frames_left_out_of_every_output_unless_kept() {
         };
         assert!(
             r.report
-                .contains(&format!("    94.59%    94.59%       70  {inner}  ")),
+                .contains(&format!("\n   100.00%   100.00%       70  {inner}  ")),
             "{}",
             r.report
         );
+    }
+}
+
+/// The report of `args` on kstack.dat.
+fn report_of(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_ustack"))
+        .args(["-q", "--report", "-"])
+        .args(args)
+        .arg(fixture("kstack.dat"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The report's sections: (event, text from its `# Event:` line up to the next).
+fn sections(report: &str) -> Vec<(String, String)> {
+    report
+        .split("# Event: ")
+        .skip(1)
+        .map(|s| {
+            let (name, _) = s.split_once('\n').unwrap();
+            (
+                name.to_string(),
+                format!("# Event: {}", s.trim_end_matches('\n')),
+            )
+        })
+        .collect()
+}
+
+/// One report section per event, as perf report gives, the largest first, each a whole
+/// of its own (its shares of its own samples); `--event` picks one, in either form.
+#[test]
+fn one_report_section_per_event() {
+    let all = report_of(&["--top", "3"]);
+    let s = sections(&all);
+    let names: Vec<&str> = s.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["sched:sched_switch", "raw_syscalls:sys_enter"],
+        "{all}"
+    );
+    assert!(all.starts_with("# Event: sched:sched_switch\n# Samples: 70  Stacks: "));
+    let (sw, se) = (&s[0].1, &s[1].1);
+    assert!(se.contains("\n# Samples: 4  Stacks: "), "{se}");
+    // Each section's function view is of its own samples: the place each event
+    // happened is all of its own section's "Self", and the other event's frames are not
+    // in it.
+    assert!(
+        sw.contains("\n   100.00%   100.00%       70  __schedule  "),
+        "{sw}"
+    );
+    assert!(
+        se.contains("\n   100.00%   100.00%        4  trace_syscall_enter  "),
+        "{se}"
+    );
+    assert!(!sw.contains("trace_syscall_enter") && !se.contains("__schedule"));
+    // Each section's top stacks: at most --top, their shares of its samples.
+    for (name, text) in &s {
+        let shares: Vec<f64> = text
+            .lines()
+            .filter(|l| l.ends_with(&format!("  {name}")))
+            .map(|l| l.trim().split('%').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(!shares.is_empty() && shares.len() <= 3, "{text}");
+        assert!(shares.iter().sum::<f64>() <= 100.01, "{text}");
+    }
+    // --event picks a section, the same as in the whole report.
+    for (pick, i) in [
+        ("sys_enter", 1),
+        ("raw_syscalls:sys_enter", 1),
+        ("sched:sched_switch", 0),
+    ] {
+        let one = report_of(&["--top", "3", "--event", pick]);
+        let picked = sections(&one);
+        assert_eq!(picked.len(), 1, "{one}");
+        assert_eq!(picked[0], s[i], "--event {pick}");
     }
 }

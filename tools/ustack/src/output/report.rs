@@ -30,13 +30,34 @@ fn values(p: &Profile, value: u64, samples: u64) -> String {
     }
 }
 
-/// The report: functions with their self and children samples (`--sort` keys), then the
-/// top stacks, innermost frame first (callee first, as `perf report --stdio`'s default
+/// The report: for each event, functions with their self and children samples (`--sort`
+/// keys), then the top stacks, innermost frame first (callee first, as `perf report --stdio`'s default
 /// call graph) or outermost first with `caller_first` (`perf report -G`).
+///
+/// One section per event, as `perf report` gives one per event: samples of different
+/// events are not shares of one whole. The section of the largest total comes first.
 pub fn report(p: &Profile, v: &View) -> String {
-    let entries: Vec<&Entry> = p.entries.iter().collect();
+    let mut events: HashMap<&str, Vec<&Entry>> = HashMap::new();
+    for e in &p.entries {
+        events
+            .entry(p.labels[e.event as usize].name.as_str())
+            .or_default()
+            .push(e);
+    }
+    let mut events: Vec<(&str, Vec<&Entry>)> = events.into_iter().collect();
+    let total = |es: &[&Entry]| -> u64 { es.iter().map(|e| e.count).sum() };
+    events.sort_by(|a, b| total(&b.1).cmp(&total(&a.1)).then(a.0.cmp(b.0)));
     let mut out = String::new();
-    section(p, v, &entries, &mut out);
+    if events.is_empty() {
+        section(p, v, &[], &mut out);
+    }
+    for (i, (name, entries)) in events.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "# Event: {name}");
+        section(p, v, entries, &mut out);
+    }
     out
 }
 
