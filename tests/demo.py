@@ -58,8 +58,10 @@ def norm(name):
 
 
 def main():
-    run = subprocess.run(["make", "-s", "demo"], cwd=ROOT, capture_output=True, text=True)
-    out = run.stdout + run.stderr
+    # Its progress lines ("==> ...", on stderr) in order with what they introduce.
+    run = subprocess.run(["make", "-s", "demo"], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    out = run.stdout
     with open(os.path.join(TREE_OUT, "demo.log"), "w") as f:
         f.write(out)
     check("make demo succeeds", run.returncode == 0, "\n".join(out.splitlines()[-30:]))
