@@ -556,8 +556,12 @@ static int vdso32(long n)
 		fprintf(stderr, "vdso32: no [vdso] mapped\n");
 		return 3;
 	}
-	/* A return address inside the 32-bit image's text. */
-	stack[32] = base + 0x400;
+	/*
+	 * A return address inside the 32-bit image's text, in every word above the stack
+	 * pointer: wherever uf_call's CFA puts it (past the registers it saves).
+	 */
+	for (int i = 32; i < 64; i++)
+		stack[i] = base + 0x400;
 	for (; calls < n; calls++)
 		if (uf_call(&stack[32]) < 0)
 			return 1;
