@@ -315,14 +315,7 @@ def check_uffd(check_fn, s, parse_trace, values, prog, cache):
              "returns (20 calls, under a 15 s timeout)",
              v.get("status") == "0" and "uffd calls 20" in v.get("uffd", ""), str(v))
     events = parse_trace(s.get("REVIEW_UFFD", []))
-    cut = truncations(events)
-    mine = by_cookie(events, "uu_review")
-    wrong = []
-    for cookie, frames in mine:
-        names = symbolize(frames, prog, cache)
-        if not (names and "uf_call" in names[0] and cookie in cut
-                and cut[cookie][0] == len(names)):
-            wrong.append((show(names), cut.get(cookie)))
+    mine, wrong, cut = cut_at_uf_call(events, prog, cache)
     reasons = sorted({cut[c][1] for c, _ in mine if c in cut})
     check_fn("review: uffd: each of its stacks ends at uf_call, cut short with its "
              "user_unwind_truncated", len(mine) >= 20 and not wrong,
@@ -339,6 +332,20 @@ def check_uffd(check_fn, s, parse_trace, values, prog, cache):
     check_fn("review: uffd: rmmod while such a task is traced returns within 5 s",
              v.get("returned") == "yes" and seconds <= 5 and v.get("rmmod_status") == "0"
              and v.get("in_modules") == "0" and "uffd ready" in v.get("uffd", ""), str(v))
+
+
+def cut_at_uf_call(events, prog, cache, reason=None):
+    """(stacks, wrong, cut): uu_review's stacks, those of them that do not end at uf_call
+    with a user_unwind_truncated there (of `reason`, if given), and the truncations."""
+    cut = truncations(events)
+    mine = by_cookie(events, "uu_review")
+    wrong = []
+    for cookie, frames in mine:
+        names = symbolize(frames, prog, cache)
+        if not (names and "uf_call" in names[0] and cookie in cut
+                and cut[cookie][0] == len(names) and reason in (None, cut[cookie][1])):
+            wrong.append((show(names), cut.get(cookie)))
+    return mine, wrong, cut
 
 
 def check_vdso32(check_fn, s, parse_trace, values, prog, cache):
@@ -377,14 +384,7 @@ def check_dm(check_fn, s, parse_trace, values, prog, cache):
              "suspended target returns (20 calls, within 10 s)",
              v.get("returned") == "yes" and v.get("status") == "0"
              and "mapstack calls 20" in v.get("out", ""), str(v))
-    events = parse_trace(s.get("REVIEW_DM", []))
-    cut = truncations(events)
-    mine = by_cookie(events, "uu_review")
-    wrong = []
-    for cookie, frames in mine:
-        names = symbolize(frames, prog, cache)
-        if not (names and "uf_call" in names[0] and cut.get(cookie) == (len(names), "read")):
-            wrong.append((show(names), cut.get(cookie)))
+    mine, wrong, _ = cut_at_uf_call(parse_trace(s.get("REVIEW_DM", [])), prog, cache, "read")
     check_fn("review: dm: each of its stacks ends at uf_call, cut short with reason read",
              len(mine) >= 20 and not wrong, f"{len(mine)} stacks, {len(wrong)} wrong, "
              f"e.g. {wrong[:2]}")
