@@ -304,7 +304,8 @@ enum Indexed {
 /// frame pointer, is a root: ld.so's `_start` calls `_dl_start` within its first 8.
 const ROOT_SPAN: u64 = 16;
 /// Bytes from an entry point within which the start-up code without an FDE may lie
-/// ([`no_fde`]): Debian 13's ld.so calls `_dl_init` 0x2b bytes past its entry point.
+/// ([`no_fde`]): Debian 12's ld.so (glibc 2.36) calls `_dl_init` 0x2b bytes past its entry
+/// point.
 const STARTUP_SPAN: u64 = 256;
 
 /// Words of a [`TableCache`] slot: the key, then a [`TableInfo`]'s words.
@@ -1363,8 +1364,8 @@ mod tests {
 
     #[test]
     fn a_zero_frame_pointer_is_a_root_only_in_the_start_up_code() {
-        // Debian 13's ld.so: entry point 0x1ab70 (_start), _dl_start_user from 0x1ab78,
-        // the return from its call of _dl_init at 0x1aba0; no FDE covers either.
+        // Debian 12's ld.so (glibc 2.36): entry point 0x1ab70 (_start), _dl_start_user from
+        // 0x1ab78, the return from its call of _dl_init at 0x1aba0; no FDE covers either.
         let mut info = TableInfo::default();
         info.object.entry = 0x1ab70;
         let root = |vaddr, bp, below| matches!(no_fde(&info, vaddr, bp, below), Lookup::Root);
