@@ -91,6 +91,9 @@ pub struct Sample {
     /// CPU, in nanoseconds.
     pub switched: Option<Rc<str>>,
     pub off_cpu: Option<u64>,
+    /// A kernel thread's `sched_switch` out ([`Joiner::kernel_threads`]): no cookie took
+    /// it, so it has no user stack, only its kernel one.
+    pub kthread: bool,
 }
 
 /// What the join found and what it could not, every count of something not guessed.
@@ -175,9 +178,20 @@ struct Awaiting {
     truncated: Option<Rc<str>>,
 }
 
+/// A `sched_switch` out that no cookie took (yet): a kernel thread's, unless the cookie
+/// after it on its CPU takes it. It waits there for its kernel stack, then (without a
+/// cookie) for the trace to switch its task in again.
+struct KSwitch {
+    /// Its event's number on the CPU, to know its kernel stack.
+    n: u64,
+    s: Sample,
+}
+
 #[derive(Default)]
 struct CpuState {
     last: Option<Last>,
+    /// A `sched_switch` out no cookie took yet (with [`Joiner::kernel_threads`]).
+    kswitch: Option<KSwitch>,
     /// Events counted on the CPU, and those waiting for their kernel stack.
     n: u64,
     kwait: Vec<KWait>,
@@ -212,6 +226,11 @@ pub struct Joiner {
     /// Tasks switched out by a sample's event: task to (time, sample), until the trace
     /// switches them in.
     switched_out: HashMap<i32, (u64, usize)>,
+    /// Take the `sched_switch` out of a task that no cookie takes, with its kernel stack,
+    /// as a sample of its own (a kernel thread's off-CPU time: kworker, ksoftirqd, rcu).
+    pub kernel_threads: bool,
+    /// Those samples, by task, until the trace switches it in again.
+    kthreads_out: HashMap<i32, Sample>,
 }
 
 impl Joiner {
@@ -274,6 +293,9 @@ impl Joiner {
                 if let Some(w) = k.seq.and_then(|seq| self.waiting.get_mut(&seq)) {
                     w.s.kernel = frames;
                     self.st.kernel_stacks_joined += 1;
+                } else if let Some(ks) = cpu.kswitch.as_mut().filter(|ks| ks.n == k.n) {
+                    ks.s.kernel = frames;
+                    self.st.kernel_stacks_joined += 1;
                 }
             }
             self.cpus.insert(e.cpu, cpu);
@@ -282,6 +304,14 @@ impl Joiner {
         cpu.n += 1;
         let n = cpu.n;
         let mut kseq = None;
+        // A switch out that no cookie took: the cookie of its task right after it takes
+        // it (a user task's); else, with its kernel stack, it is a kernel thread's.
+        if let Some(ks) = cpu.kswitch.take() {
+            let took = matches!(e.kind, Kind::Cookie { .. }) && e.pid == ks.s.pid;
+            if !took && !ks.s.kernel.is_empty() {
+                self.kthreads_out.insert(ks.s.pid, ks.s);
+            }
+        }
         // File caches repeated right after a stack on its CPU resolve it; anything else
         // ends the run.
         if let Some(aw) = cpu.awaiting.as_mut() {
@@ -337,11 +367,45 @@ impl Joiner {
         match &e.kind {
             Kind::Other { .. } | Kind::KernelStack { .. } => {}
             // A task switched in: its sample's off-CPU time ends.
-            Kind::Switch { next_pid, .. } => {
+            Kind::Switch {
+                name,
+                prev_pid,
+                prev_state,
+                next_pid,
+            } => {
                 if let Some((ts, seq)) = self.switched_out.remove(next_pid) {
                     if let Some(w) = self.waiting.get_mut(&seq) {
                         w.s.off_cpu = Some(e.ts.saturating_sub(ts));
                     }
+                }
+                if let Some(mut s) = self.kthreads_out.remove(next_pid) {
+                    s.off_cpu = Some(e.ts.saturating_sub(s.ts));
+                    s.seq = self.next_seq;
+                    self.next_seq += 1;
+                    self.release(s, out);
+                }
+                // The idle task (0) does not block.
+                if self.kernel_threads && !taken && *prev_pid == e.pid && e.pid != 0 {
+                    cpu.kswitch = Some(KSwitch {
+                        n,
+                        s: Sample {
+                            ts: e.ts,
+                            cpu: e.cpu,
+                            pid: e.pid,
+                            tgid: self.tgids.get(&e.pid).copied(),
+                            comm: e.comm.clone(),
+                            event: Rc::clone(name),
+                            cookie: 0,
+                            frames: Vec::new(),
+                            complete: true,
+                            truncated: None,
+                            seq: 0,
+                            kernel: Vec::new(),
+                            switched: Some(Rc::clone(prev_state)),
+                            off_cpu: None,
+                            kthread: true,
+                        },
+                    });
                 }
             }
             Kind::NewTask { child, thread, .. } => {
@@ -370,6 +434,7 @@ impl Joiner {
                             kernel: Vec::new(),
                             switched: None,
                             off_cpu: None,
+                            kthread: false,
                         },
                         trigger_known: false,
                         frames_known: false,
@@ -665,7 +730,18 @@ impl Joiner {
                 if let Some((seq, _)) = cpu.waiting.take() {
                     self.set_trigger(seq, None, out);
                 }
+                if let Some(ks) = cpu.kswitch.take().filter(|ks| !ks.s.kernel.is_empty()) {
+                    self.kthreads_out.insert(ks.s.pid, ks.s);
+                }
             }
+        }
+        // Kernel threads the trace never switched in again: out without their time.
+        let mut out_still: Vec<Sample> = self.kthreads_out.drain().map(|(_, s)| s).collect();
+        out_still.sort_by_key(|s| (s.ts, s.pid));
+        for mut s in out_still {
+            s.seq = self.next_seq;
+            self.next_seq += 1;
+            self.release(s, out);
         }
         let mut rest: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
         rest.sort_by_key(|p| p.samples.first().copied());

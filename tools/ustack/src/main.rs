@@ -43,6 +43,11 @@ Outputs (each FILE may be - for standard output, for one of them):
   --off-cpu            off-CPU time: each sched_switch sample weighted by the time until
                        its task is switched in again (ns); preempted tasks left out
   --preempted          with --off-cpu, preempted (runnable) tasks too, under [R]
+  --kernel-threads     with --off-cpu, kernel threads' time too (kworker, ksoftirqd, rcu):
+                       their kernel stacks under [kernel thread NAME]
+  --min-block TIME     with --off-cpu, only blockings of at least TIME (10ms, 500us, 2s;
+                       a bare number is microseconds, as offcputime -m takes it)
+  --max-block TIME     with --off-cpu, only blockings of at most TIME (offcputime -M)
   --user-only          leave the kernel frames out (recorded with -T: ustack record -T)
   --kernel-only        only the kernel frames
   --keep-tracing-frames  keep the tracing machinery's own kernel frames (the event's
@@ -229,6 +234,8 @@ fn parse_args() -> std::result::Result<Args, String> {
     use lexopt::prelude::*;
     let mut a = Args::default();
     let mut preempted = false;
+    let mut kernel_threads = false;
+    let mut block: (Option<u64>, Option<u64>) = (None, None);
     let mut p = lexopt::Parser::from_env();
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
@@ -272,6 +279,19 @@ fn parse_args() -> std::result::Result<Args, String> {
             Long("user-only") => a.stack_view = StackView::UserOnly,
             Long("off-cpu") => a.off_cpu = Some(a.off_cpu.unwrap_or_default()),
             Long("preempted") => preempted = true,
+            Long("kernel-threads") => kernel_threads = true,
+            Long(o @ ("min-block" | "max-block")) => {
+                let o = o.to_string();
+                let v = value(&mut p)?;
+                let ns = ustack::stacks::parse_duration(&v).ok_or_else(|| {
+                    format!("--{o} wants a time: 10ms, 500us, 2s (a bare number is microseconds), not '{v}'")
+                })?;
+                if o == "min-block" {
+                    block.0 = Some(ns);
+                } else {
+                    block.1 = Some(ns);
+                }
+            }
             Long("kernel-only") => a.stack_view = StackView::KernelOnly,
             Long("keep-tracing-frames") => a.keep_tracing = true,
             Long("callee") => a.view.caller_first = false,
@@ -345,6 +365,32 @@ fn parse_args() -> std::result::Result<Args, String> {
             )
         }
         _ => {}
+    }
+    for (on, what) in [
+        (
+            kernel_threads,
+            "--kernel-threads adds kernel threads' off-CPU time",
+        ),
+        (
+            block.0.is_some(),
+            "--min-block selects blockings of the off-CPU time",
+        ),
+        (
+            block.1.is_some(),
+            "--max-block selects blockings of the off-CPU time",
+        ),
+    ] {
+        if on && a.off_cpu.is_none() {
+            return Err(format!("{what}: give --off-cpu too"));
+        }
+    }
+    if let Some(o) = &mut a.off_cpu {
+        o.kernel_threads = kernel_threads;
+        o.min_ns = block.0.unwrap_or(0);
+        o.max_ns = block.1;
+        if block.1.is_some_and(|max| max < o.min_ns) {
+            return Err("--max-block is below --min-block: no blocking is kept".into());
+        }
     }
     if a.stack_view != StackView::Both
         && std::env::args().any(|x| x == "--user-only")
@@ -509,6 +555,7 @@ fn read_trace(
         f.kallsyms(kallsyms.clone());
     }
     let mut joiner = join::Joiner::new();
+    joiner.kernel_threads = select.off_cpu.is_some_and(|o| o.kernel_threads);
     let mut agg = Aggregator::new(filter.clone());
     agg.keep_times = keep_times;
     agg.view = select.view;
@@ -629,9 +676,15 @@ fn run(a: Args) -> Result<bool> {
     };
     progress.tick(|| "symbolizing".to_string());
     let (kept, seen, times_dropped) = (agg.samples, agg.seen, agg.times_dropped);
-    let off_cpu_note = a
-        .off_cpu
-        .map(|_| (agg.value, agg.off_cpu_other, agg.off_cpu_preempted));
+    let off_cpu_note = a.off_cpu.map(|_| {
+        (
+            agg.value,
+            agg.off_cpu_other,
+            agg.off_cpu_preempted,
+            agg.off_cpu_out_of_range,
+            agg.off_cpu_kthreads,
+        )
+    });
     // Each trace's kernel frames by its own kallsyms.
     let base = base.map(|(b, _, _, k)| {
         sym.kallsyms = k;
@@ -709,11 +762,17 @@ fn run(a: Args) -> Result<bool> {
             summary.bad_records,
             summary.lost
         );
-        if let Some((ns, other, preempted)) = off_cpu_note {
+        if let Some((ns, other, preempted, range, kthreads)) = off_cpu_note {
             eprintln!(
                 "ustack: off-CPU: {:.3} ms in {kept} samples; left out: {other} whose event did not switch their task out (or the trace did not switch it in again), {preempted} preempted (--preempted shows them)",
                 ns as f64 / 1e6
             );
+            if a.off_cpu.is_some_and(|o| o.kernel_threads) {
+                eprintln!("ustack: off-CPU: {kthreads} samples of kernel threads");
+            }
+            if range > 0 {
+                eprintln!("ustack: off-CPU: {range} blockings left out by --min-block/--max-block");
+            }
         }
         if st.kernel_stacks > 0 {
             eprintln!(

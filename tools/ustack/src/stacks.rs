@@ -261,11 +261,43 @@ pub fn tracing_frames(
         .count()
 }
 
+/// A blocking time for `--min-block` and `--max-block`, in nanoseconds: a number with a
+/// unit (`ns`, `us`, `ms`, `s`), or a bare number of microseconds as bcc's offcputime
+/// takes `-m` and `-M`.
+pub fn parse_duration(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let (num, scale) = [("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)]
+        .iter()
+        .find_map(|(u, k)| v.strip_suffix(u).map(|n| (n, *k)))
+        .unwrap_or((v, 1e3));
+    let n: f64 = num.trim().parse().ok()?;
+    let ns = n * scale;
+    (n.is_finite() && n >= 0.0 && ns < u64::MAX as f64).then_some(ns.round() as u64)
+}
+
+/// Whether kernel frame `k` is function `name`.
+fn kernel_name_is(
+    k: &crate::events::KFrame,
+    kallsyms: &crate::kallsyms::Kallsyms,
+    name: &str,
+) -> bool {
+    match k {
+        crate::events::KFrame::Addr(a) => kallsyms.lookup(*a).is_some_and(|s| s.name == name),
+        crate::events::KFrame::Name(n) => n.split(' ').next() == Some(name),
+    }
+}
+
 /// What `--off-cpu` counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OffCpu {
     /// Preempted tasks (switched out runnable, `R`, `R+`) too, under their state.
     pub preempted: bool,
+    /// Kernel threads' time too ([`Sample::kthread`]), under their name.
+    pub kernel_threads: bool,
+    /// Blockings shorter than this many nanoseconds are left out (`--min-block`).
+    pub min_ns: u64,
+    /// And those longer than this (`--max-block`).
+    pub max_ns: Option<u64>,
 }
 
 /// What of a sample every output shows, once the selections and weight are applied: one
@@ -312,6 +344,8 @@ struct RawStack {
     truncated: Option<u32>,
     /// Off-CPU: the state its task was switched out in (a string id).
     state: Option<u32>,
+    /// A kernel thread's (`--kernel-threads`): shown under its name.
+    kthread: bool,
     /// Frame keys, innermost first.
     frames: Box<[u32]>,
 }
@@ -339,6 +373,10 @@ pub struct Aggregator {
     /// out (or the trace never switched it in again), or it was preempted (runnable).
     pub off_cpu_other: u64,
     pub off_cpu_preempted: u64,
+    /// Blockings left out by `--min-block` or `--max-block`.
+    pub off_cpu_out_of_range: u64,
+    /// Kernel threads' samples kept.
+    pub off_cpu_kthreads: u64,
     /// Kernel frames, user frames or both.
     pub view: StackView,
     /// Keep the tracing machinery's own kernel frames ([`tracing_frames`]), which are
@@ -436,6 +474,7 @@ impl Aggregator {
             return None;
         }
         let (weight, state) = match self.off_cpu {
+            None if s.kthread => return None,
             None => (1, None),
             Some(m) => {
                 let (Some(ns), Some(state)) = (s.off_cpu, &s.switched) else {
@@ -445,6 +484,26 @@ impl Aggregator {
                 if state.starts_with('R') && !m.preempted {
                     self.off_cpu_preempted += 1;
                     return None;
+                }
+                if ns < m.min_ns || m.max_ns.is_some_and(|max| ns > max) {
+                    self.off_cpu_out_of_range += 1;
+                    return None;
+                }
+                // A kernel thread's stack starts in kthread(); without it, the sample is
+                // a user task's whose cookie the trace lost. Kernel threads have no user
+                // frames for --user-only.
+                if s.kthread {
+                    if !m.kernel_threads
+                        || self.view == StackView::UserOnly
+                        || !s
+                            .kernel
+                            .iter()
+                            .any(|k| kernel_name_is(k, &self.kallsyms, "kthread"))
+                    {
+                        self.off_cpu_other += 1;
+                        return None;
+                    }
+                    self.off_cpu_kthreads += 1;
                 }
                 (ns, Some(self.string(state)))
             }
@@ -494,6 +553,7 @@ impl Aggregator {
                 complete,
                 truncated,
                 state,
+                kthread: s.kthread,
                 frames,
             })
             .or_default();
@@ -724,7 +784,10 @@ impl Aggregator {
             if let Some(r) = &truncated {
                 frames.push(p.label(Label::synthetic(&format!("[truncated: {r}]"))));
             }
-            if raw.frames.is_empty() || (user == 0 && self.view != StackView::KernelOnly) {
+            if raw.kthread {
+                let comm = &self.strings[raw.comm as usize];
+                frames.push(p.label(Label::synthetic(&format!("[kernel thread {comm}]"))));
+            } else if raw.frames.is_empty() || (user == 0 && self.view != StackView::KernelOnly) {
                 let m = if self.view == StackView::KernelOnly {
                     "[no kernel stack]"
                 } else if raw.complete {
