@@ -38,6 +38,12 @@ Outputs (each FILE may be - for standard output, for one of them):
                        (comma-separated; default function,file)
   --percent-limit P    leave out report entries under P% of the samples
   -G, --caller         report stacks outermost frame first (default: innermost first)
+  -g, --call-graph MODE  a call tree of each section of the report, the stacks merged,
+                       each branch with its samples (or time) and share: caller (the
+                       outermost frame first, perf report -g caller) or callee (the
+                       innermost first, each branch to its callers)
+  --focus FUNCTION     the callers and the callees of FUNCTION in each section of the
+                       report, each as a tree rooted at it (also -S, --symbols)
   --task               a comm-pid level under the event
   --lines              file:line in labels (and stacks told apart by line)
   --off-cpu            off-CPU time: each sched_switch sample weighted by the time until
@@ -295,6 +301,26 @@ fn parse_args() -> std::result::Result<Args, String> {
             Long("kernel-only") => a.stack_view = StackView::KernelOnly,
             Long("keep-tracing-frames") => a.keep_tracing = true,
             Long("callee") => a.view.caller_first = false,
+            Short('g') | Long("call-graph") => {
+                let v = value(&mut p)?;
+                // perf's form: MODE, or fields of which the mode is one (graph,0.5,caller).
+                let mode = v.split(',').find_map(|m| match m.trim() {
+                    "caller" => Some(true),
+                    "callee" => Some(false),
+                    _ => None,
+                });
+                a.view.call_tree =
+                    Some(mode.ok_or_else(|| {
+                        format!("--call-graph wants caller or callee, not '{v}'")
+                    })?);
+            }
+            Long("focus") | Short('S') | Long("symbols") => {
+                let f = value(&mut p)?;
+                if f.is_empty() {
+                    return Err("--focus wants a function's name".into());
+                }
+                a.view.focus = Some(f);
+            }
             Long("task") => a.view.task = true,
             Long("diff") => a.diff = Some(os_value(&mut p)?.into()),
             Long("lines") => a.lines = true,
@@ -403,6 +429,10 @@ fn parse_args() -> std::result::Result<Args, String> {
     }
     if a.diff.is_some() && !a.outputs.iter().any(|(k, _)| k == "svg") {
         return Err("--diff BASE colours a flame graph: give --svg FILE too".into());
+    }
+    let report = a.outputs.is_empty() || a.outputs.iter().any(|(k, _)| k == "report");
+    if (a.view.call_tree.is_some() || a.view.focus.is_some()) && !report {
+        return Err("--call-graph and --focus are views of the report: give --report FILE (or no output option)".into());
     }
     if a.outputs.iter().filter(|(_, d)| d == "-").count() > 1 {
         return Err("two outputs to standard output ('-'): give one of them a file".into());

@@ -12,6 +12,7 @@ pub mod perf_script;
 mod pprof;
 mod report;
 mod speedscope;
+mod tree;
 
 pub use flame::{svg, svg_diff};
 pub use folded::{folded, write_folded};
@@ -61,6 +62,11 @@ pub struct View {
     pub sort: Vec<SortKey>,
     /// The report's stacks outermost frame first (`-G`), else innermost first.
     pub caller_first: bool,
+    /// A call tree of each section, outermost frame first (`Some(true)`, `-g caller`) or
+    /// innermost first (`Some(false)`, `-g callee`).
+    pub call_tree: Option<bool>,
+    /// The callers and callees of this function in each section (`--focus`).
+    pub focus: Option<String>,
 }
 
 impl Default for View {
@@ -71,6 +77,8 @@ impl Default for View {
             percent_limit: 0.0,
             sort: vec![SortKey::Function, SortKey::File],
             caller_first: false,
+            call_tree: None,
+            focus: None,
         }
     }
 }

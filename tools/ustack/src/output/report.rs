@@ -277,22 +277,7 @@ fn section(p: &Profile, v: &View, entries: &[&Entry], out: &mut String) {
                 "               "
             };
             i += run;
-            let mut line = l.name.clone();
-            if l.inlined {
-                line.push_str(" (inlined)");
-            }
-            if let Some(m) = &l.module {
-                // A kernel frame's module is bracketed already: [kernel.kallsyms].
-                let m = m.rsplit('/').next().unwrap_or(m);
-                if m.starts_with('[') {
-                    let _ = write!(line, "  {m}");
-                } else {
-                    let _ = write!(line, "  [{m}]");
-                }
-            }
-            if let (Some(f), Some(n)) = (&l.source, l.line) {
-                let _ = write!(line, "  {f}:{n}");
-            }
+            let mut line = label_text(l);
             if run > 1 {
                 let _ = write!(line, "  (x{run})");
             }
@@ -307,6 +292,42 @@ fn section(p: &Profile, v: &View, entries: &[&Entry], out: &mut String) {
             stacks.len() - printed
         );
     }
+    if v.call_tree.is_none() && v.focus.is_none() {
+        return;
+    }
+    // The trees: each stack's labels after the event.
+    let paths: Vec<super::tree::Path> = stacks
+        .iter()
+        .map(|(s, (n, samples))| (s[1..].to_vec(), *n, *samples))
+        .collect();
+    if let Some(caller_first) = v.call_tree {
+        super::tree::call_tree(p, &paths, caller_first, total, v.percent_limit, out);
+    }
+    if let Some(f) = &v.focus {
+        super::tree::focus(p, &paths, f, total, v.percent_limit, out);
+    }
+}
+
+/// A frame as the report's stacks show it: `name`, ` (inlined)`, its file's basename
+/// (`  [libc.so.6]`, `  [kernel.kallsyms]`), `  file:line` with `--lines`.
+pub(super) fn label_text(l: &Label) -> String {
+    let mut line = l.name.clone();
+    if l.inlined {
+        line.push_str(" (inlined)");
+    }
+    if let Some(m) = &l.module {
+        // A kernel frame's module is bracketed already: [kernel.kallsyms].
+        let m = m.rsplit('/').next().unwrap_or(m);
+        if m.starts_with('[') {
+            let _ = write!(line, "  {m}");
+        } else {
+            let _ = write!(line, "  [{m}]");
+        }
+    }
+    if let (Some(f), Some(n)) = (&l.source, l.line) {
+        let _ = write!(line, "  {f}:{n}");
+    }
+    line
 }
 
 /// What the report shows of a label: two files of one basename print alike.
