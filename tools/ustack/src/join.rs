@@ -1308,4 +1308,70 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    fn switch(ts: u64, cpu: u32, prev: i32, state: &str, next: i32) -> Event {
+        ev(
+            ts,
+            cpu,
+            prev,
+            Kind::Switch {
+                name: "sched:sched_switch".into(),
+                prev_pid: prev,
+                prev_state: state.into(),
+                next_pid: next,
+            },
+        )
+    }
+    fn kstack(ts: u64, cpu: u32, pid: i32, names: &[&str]) -> Event {
+        ev(
+            ts,
+            cpu,
+            pid,
+            Kind::KernelStack {
+                frames: names.iter().map(|n| KFrame::Name((*n).into())).collect(),
+            },
+        )
+    }
+
+    #[test]
+    fn a_switch_no_cookie_takes_is_a_kernel_threads_sample() {
+        let events = vec![
+            // Task 10 (no user memory: no cookie) blocks; task 7 blocks with its cookie
+            // after its switch, then its stack once it runs again.
+            switch(100, 0, 10, "I", 7),
+            kstack(100, 0, 10, &["__schedule", "worker_thread", "kthread"]),
+            switch(200, 0, 7, "S", 0),
+            cookie(200, 0, 7, 0x100),
+            kstack(200, 0, 7, &["__schedule", "do_nanosleep"]),
+            // The idle task's switch is no blocking.
+            switch(300, 0, 0, "R", 10),
+            switch(350, 0, 10, "I", 7),
+            switch(400, 0, 7, "R", 0),
+            stack(400, 0, 7, 0x100, 0, 1, &[(0x10, 0xaa)]),
+        ];
+        let mut j = Joiner::new();
+        j.kernel_threads = true;
+        let mut got = Vec::new();
+        for e in &events {
+            j.push(e.clone(), &mut |s| got.push(s));
+        }
+        j.finish(&mut |s| got.push(s));
+        let k: Vec<&Sample> = got.iter().filter(|s| s.kthread).collect();
+        // Task 10: switched in at 300, 200 ns off the CPU; switched out again at 350
+        // and never in: out without its time. Its second switch had no kernel stack:
+        // not taken (a task's without -T, or a lost cookie's, is not guessed).
+        assert_eq!(k.len(), 1, "{got:?}");
+        assert_eq!((k[0].pid, k[0].off_cpu), (10, Some(200)));
+        assert_eq!(k[0].switched.as_deref(), Some("I"));
+        assert_eq!(&*k[0].event, "sched:sched_switch");
+        assert_eq!(k[0].kernel.len(), 3);
+        assert!(k[0].frames.is_empty() && k[0].complete);
+        // Task 7's switch is its cookie's, not a kernel thread's.
+        let u: Vec<&Sample> = got.iter().filter(|s| !s.kthread).collect();
+        assert_eq!(u.len(), 1);
+        assert_eq!((u[0].pid, u[0].off_cpu), (7, Some(150)));
+        // Without kernel_threads, none.
+        let (s, _) = join(&events);
+        assert!(s.iter().all(|s| !s.kthread));
+    }
 }

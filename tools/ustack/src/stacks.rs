@@ -1113,4 +1113,18 @@ mod tests {
         assert_eq!(l.text(), "inl:ined\\n_[i] (a.h:7)");
         assert_eq!(escape("a\x1b[0m\tb"), "a\\x1b[0m\\tb");
     }
+
+    #[test]
+    fn blocking_times_as_offcputime_takes_them() {
+        assert_eq!(parse_duration("10ms"), Some(10_000_000));
+        assert_eq!(parse_duration("500us"), Some(500_000));
+        assert_eq!(parse_duration("2s"), Some(2_000_000_000));
+        assert_eq!(parse_duration("250ns"), Some(250));
+        assert_eq!(parse_duration("0.1ms"), Some(100_000));
+        // A bare number is microseconds, as offcputime -m and -M.
+        assert_eq!(parse_duration("1000"), Some(1_000_000));
+        for bad in ["", "ms", "-1ms", "soon", "1e30s", "NaNms", "inf"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+    }
 }
