@@ -9,19 +9,9 @@
 
 mod common;
 
-use common::{fixture, tmpdir};
+use common::{fixture, tmpdir, ustack_ok as ustack};
 use std::collections::BTreeMap;
 use std::process::Command;
-
-fn ustack(args: &[&str]) -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ustack"))
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{args:?}: {err}");
-    (String::from_utf8_lossy(&out.stdout).into_owned(), err)
-}
 
 /// The text of a trace with the stacktrace option on, as the kernel prints it: the module's
 /// cookie is written while its trigger commits, and every event, the module's too, is

@@ -10,18 +10,8 @@
 
 mod common;
 
-use common::{fixture, tmpdir};
+use common::{fixture, tmpdir, ustack_ok as ustack};
 use std::process::Command;
-
-fn ustack(args: &[&str]) -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ustack"))
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{args:?}: {err}");
-    (String::from_utf8_lossy(&out.stdout).into_owned(), err)
-}
 
 /// As the kernel prints it with the stacktrace option: each event followed by its
 /// `<stack trace>`, the module's cookie (and its own stack) inside its trigger's commit.

@@ -15,6 +15,17 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// `ustack ARGS`, which must succeed: its standard output and standard error.
+pub fn ustack_ok(args: &[&str]) -> (String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ustack"))
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{args:?}: {err}");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), err)
+}
+
 /// An empty scratch folder, named after the test binary, `tag` and the process.
 pub fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
