@@ -88,7 +88,14 @@ if [ -x /bin/ustack ] && [ "$1" != demo ]; then
 	urecord rec-offcpu -T --off-cpu -- uu_offcpu 3 10
 	uu_offcpu 1000 10 >/dev/null &
 	prog=$!
-	(while ! pidof trace-cmd >/dev/null; do sleep 1; done
+	# Stopped 8 s after trace-cmd has switched the event on (on a loaded host its start
+	# alone can take seconds of the guest's time), or after 60 s without it.
+	(i=0
+	 while { ! pidof trace-cmd >/dev/null ||
+		[ "$(cat $T/events/raw_syscalls/sys_enter/enable)" != 1 ]; } && [ $i -lt 60 ]; do
+		sleep 1
+		i=$((i + 1))
+	 done
 	 sleep 8
 	 kill -INT $(pidof trace-cmd) 2>/dev/null) &
 	urecord rec-pid -T -e raw_syscalls:sys_enter -p $prog
