@@ -240,13 +240,7 @@ fn call_tree_and_focus_usage() {
         &["--focus", "oc_b", "--svg", "/dev/null"],
         &["--focus", ""],
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_ustack"))
-            .args(args)
-            .arg(fixture("kstack.dat"))
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        common::ustack_usage_error(args, &fixture("kstack.dat"));
     }
     // perf's long form: fields of which the mode is one.
     let (_, r) = run(&["-g", "graph,0.5,callee"]);

@@ -11,7 +11,6 @@
 mod common;
 
 use common::{fixture, tmpdir, ustack_ok as ustack};
-use std::process::Command;
 
 /// As the kernel prints it with the stacktrace option: each event followed by its
 /// `<stack trace>`, the module's cookie (and its own stack) inside its trigger's commit.
@@ -165,13 +164,7 @@ fn off_cpu_selections_need_off_cpu_and_sound_values() {
         &["--off-cpu", "--max-block", "-1ms"],
         &["--off-cpu", "--min-block", "2ms", "--max-block", "1ms"],
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_ustack"))
-            .args(args)
-            .arg(fixture("kstack.dat"))
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let err = common::ustack_usage_error(args, &fixture("kstack.dat"));
         assert!(err.contains("block") || err.contains("--off-cpu"), "{err}");
     }
 }

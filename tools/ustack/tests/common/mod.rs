@@ -26,6 +26,18 @@ pub fn ustack_ok(args: &[&str]) -> (String, String) {
     (String::from_utf8_lossy(&out.stdout).into_owned(), err)
 }
 
+/// `ustack ARGS FILE`, which must fail as a usage error (exit status 2): its standard error.
+pub fn ustack_usage_error(args: &[&str], file: &Path) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ustack"))
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    err
+}
+
 /// An empty scratch folder, named after the test binary, `tag` and the process.
 pub fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
