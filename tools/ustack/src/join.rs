@@ -244,6 +244,28 @@ impl Joiner {
         self.tgids.get(&pid).copied().unwrap_or(pid)
     }
 
+    /// A sample of task `e.pid` at event `e`, for `event` and `cookie`: no frames yet, not
+    /// complete, no switch, a user task's.
+    fn sample(&self, e: &Event, event: Rc<str>, cookie: u64, seq: usize) -> Sample {
+        Sample {
+            ts: e.ts,
+            cpu: e.cpu,
+            pid: e.pid,
+            tgid: self.tgids.get(&e.pid).copied(),
+            comm: e.comm.clone(),
+            event,
+            cookie,
+            frames: Vec::new(),
+            complete: false,
+            truncated: None,
+            seq,
+            kernel: Vec::new(),
+            switched: None,
+            off_cpu: None,
+            kthread: false,
+        }
+    }
+
     /// What `cookie` names from now on: the same FileInfo as before if nothing changed,
     /// so that repeats of a file cost nothing downstream.
     fn file_info(
@@ -389,21 +411,10 @@ impl Joiner {
                     cpu.kswitch = Some(KSwitch {
                         n,
                         s: Sample {
-                            ts: e.ts,
-                            cpu: e.cpu,
-                            pid: e.pid,
-                            tgid: self.tgids.get(&e.pid).copied(),
-                            comm: e.comm.clone(),
-                            event: Rc::clone(name),
-                            cookie: 0,
-                            frames: Vec::new(),
                             complete: true,
-                            truncated: None,
-                            seq: 0,
-                            kernel: Vec::new(),
                             switched: Some(Rc::clone(prev_state)),
-                            off_cpu: None,
                             kthread: true,
+                            ..self.sample(&e, Rc::clone(name), 0, 0)
                         },
                     });
                 }
@@ -419,23 +430,7 @@ impl Joiner {
                 self.waiting.insert(
                     seq,
                     Waiting {
-                        s: Sample {
-                            ts: e.ts,
-                            cpu: e.cpu,
-                            pid: e.pid,
-                            tgid: self.tgids.get(&e.pid).copied(),
-                            comm: e.comm.clone(),
-                            event: Rc::from("(unrecorded event)"),
-                            cookie: *cookie,
-                            frames: Vec::new(),
-                            complete: false,
-                            truncated: None,
-                            seq,
-                            kernel: Vec::new(),
-                            switched: None,
-                            off_cpu: None,
-                            kthread: false,
-                        },
+                        s: self.sample(&e, Rc::from("(unrecorded event)"), *cookie, seq),
                         trigger_known: false,
                         frames_known: false,
                     },
