@@ -63,8 +63,10 @@ impl Kallsyms {
             k.names.push(name.to_string());
             k.syms.push((addr, k.names.len() as u32 - 1, module));
         }
-        // Stable: of symbols at one address, the first listed names it, as
-        // libtraceevent's table keeps it.
+        // Stable: of symbols at one address (aliases: __asan_store8 and
+        // __asan_store8_noabort), the first listed names it, as the kernel's own
+        // kallsyms_lookup() does for the trace file's `<stack trace>`. trace-cmd report's
+        // choice among aliases is libtraceevent's sort and bsearch, not a rule.
         k.syms.sort_by_key(|s| s.0);
         k
     }
@@ -75,6 +77,17 @@ impl Kallsyms {
 
     pub fn len(&self) -> usize {
         self.syms.len()
+    }
+
+    /// Every symbol: address, name and module, by address.
+    pub fn symbols(&self) -> impl Iterator<Item = (u64, &str, Option<&str>)> {
+        self.syms.iter().map(|&(a, name, module)| {
+            (
+                a,
+                self.names[name as usize].as_str(),
+                (module > 0).then(|| self.modules[module as usize - 1].as_str()),
+            )
+        })
     }
 
     /// The symbol `addr` is in, if the table covers it.
