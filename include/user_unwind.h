@@ -116,7 +116,8 @@ struct uu_object {
 	struct file *file;	/* UU_REGION_FILE: held */
 	struct folio *folio;	/* UU_REGION_FILE: the folio last read, held, or NULL */
 	u64 start;		/* UU_REGION_VDSO: where it is mapped */
-	u64 size;		/* its size: the file's when opened, the vDSO's mapping's */
+	const void *vdso;	/* UU_REGION_VDSO: its image's bytes (vdso_image->data) */
+	u64 size;		/* its size: the file's when opened, the vDSO image's */
 	struct uu_file_id id;	/* UU_REGION_FILE: its identity when opened */
 	u32 kind;		/* UU_REGION_FILE or UU_REGION_VDSO */
 	u32 writers;		/* UU_REGION_FILE: unsettled when opened (uu_object_hold_file()) */

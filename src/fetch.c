@@ -10,12 +10,16 @@
  * (uu_fetch_file(), uu_fetch_user()), ends the stack at that frame (reason "read") and
  * returns; a later stack finds the page. The thread starts the read and does not wait
  * for it to complete: readahead for a file's pages, a FOLL_NOWAIT fault for a task's
- * page (FAULT_FLAG_RETRY_NOWAIT: the I/O is started, its folio lock never waited for).
+ * page (FAULT_FLAG_RETRY_NOWAIT: the readahead is started and the fault retried later).
  * Starting a read can still block (a filesystem that reads its metadata first, a frozen
- * queue, filemap_invalidate_lock_shared() behind a truncate that waits for a folio):
- * only this thread waits then, and it holds a reference on the module while it works,
- * so that rmmod fails at once with -EBUSY ("in use") rather than waiting, and succeeds
- * once the device answers.
+ * queue, filemap_invalidate_lock_shared() behind a truncate that waits for a folio), and
+ * so can the fault: where filemap_fault() reads no ahead (MADV_RANDOM, a file without
+ * readahead) or finds a folio not up to date, it reads it and waits with the task's
+ * mmap_lock held, which RETRY_NOWAIT does not drop (maybe_unlock_mmap_for_io()). Only
+ * this thread waits then (and the task's own mmap and munmap, behind its mmap_lock; the
+ * callback only tries that lock), and it holds a reference on the module while it works,
+ * so that rmmod fails at once with -EWOULDBLOCK ("in use": try_stop_module()) rather
+ * than waiting, and succeeds once the device answers.
  *
  * Context: uu_fetch_file() and uu_fetch_user() in task context, without sleeping (a
  * spinlock, reference counts, a wake-up). Lock order: uu_fetch_lock is a leaf.
@@ -36,7 +40,10 @@
 /* Pages read ahead from a file at once (128 KiB): a table's search bisects it. */
 #define UU_FETCH_PAGES 32
 
-/* A file's pages from @index on (@file held), or a task's page at @addr (@mm held). */
+/*
+ * A file's pages from @index on (@file held), or a task's page at @addr (@mm grabbed:
+ * its mm_struct, not its address space, which an exiting task frees as it would).
+ */
 struct uu_fetch {
 	struct file *file;
 	struct mm_struct *mm;
@@ -79,7 +86,7 @@ static void uu_fetch_push(struct file *file, struct mm_struct *mm, unsigned long
 		f->file = file ? get_file(file) : NULL;
 		f->mm = mm;
 		if (mm)
-			mmget(mm);
+			mmgrab(mm);
 		f->at = at;
 		wake_up_process(uu_fetch_task);
 	}
@@ -106,7 +113,8 @@ void uu_fetch_file(struct file *file, pgoff_t index)
  */
 void uu_fetch_user(unsigned long addr)
 {
-	if (current->mm)
+	/* An exiting task (its callback runs from do_exit()) has no later stack to help. */
+	if (current->mm && !(current->flags & PF_EXITING))
 		uu_fetch_push(NULL, current->mm, addr & PAGE_MASK);
 }
 
@@ -126,7 +134,7 @@ static void uu_fetch_release(struct uu_fetch *f)
 	if (f->file)
 		fput(f->file);
 	if (f->mm)
-		mmput_async(f->mm);
+		mmdrop(f->mm);
 }
 
 /* Starts the read @f asks for. May block until the I/O is submitted, not completed. */
@@ -142,12 +150,15 @@ static void uu_fetch_one(struct uu_fetch *f)
 		page_cache_sync_readahead(mapping, &ra, f->file, f->at, UU_FETCH_PAGES);
 		return;
 	}
+	if (!mmget_not_zero(f->mm))
+		return;
 	mmap_read_lock(f->mm);
 	vma = vma_lookup(f->mm, f->at);
-	/* FOLL_NOWAIT: the fault starts the I/O and never waits for it, nor for userfaultfd. */
+	/* FOLL_NOWAIT: the fault starts readahead and retries later, never userfaultfd. */
 	if (vma && uu_vma_faultable(vma))
 		get_user_pages_remote(f->mm, f->at, 1, FOLL_NOWAIT, NULL, NULL);
 	mmap_read_unlock(f->mm);
+	mmput_async(f->mm);
 }
 
 static int uu_fetch_thread(void *unused)
@@ -167,9 +178,12 @@ static int uu_fetch_thread(void *unused)
 		__set_current_state(TASK_RUNNING);
 		/*
 		 * Pinned while it may block: rmmod refuses then, rather than waiting. Once
-		 * rmmod has begun, try_module_get() fails and the request is only let go of.
+		 * rmmod has begun, try_module_get() fails and the request is only let go of;
+		 * so it is while init runs (try_module_get() succeeds then, and an init that
+		 * fails would wait for the read in uu_fetch_exit()).
 		 */
-		if (try_module_get(THIS_MODULE)) {
+		if (READ_ONCE(THIS_MODULE->state) == MODULE_STATE_LIVE &&
+		    try_module_get(THIS_MODULE)) {
 			uu_fetch_one(&f);
 			module_put(THIS_MODULE);
 		}
@@ -199,8 +213,8 @@ int uu_fetch_init(void)
  * uu_fetch_exit - stop the thread and let go of the requests left
  *
  * Called after the last callback (uu_hook_exit()). The thread holds no module reference
- * here (rmmod found none), so it is not in uu_fetch_one(): kthread_stop() waits for CPU
- * work only.
+ * here (rmmod found none; a failed init never let it take one), so it is not in
+ * uu_fetch_one(): kthread_stop() waits for CPU work only.
  *
  * Context: task, module exit.
  */

@@ -267,14 +267,15 @@ impl<'k> HeldFiles<'k> {
         }
         let mut path: Option<KVec<u8>> = None;
         // Without memory for a full path, a short one (shortened visibly) still explains
-        // the cookie.
+        // the cookie. No direct reclaim: it may wait for I/O (swap, a filesystem's
+        // shrinker), which the callback never does.
         let mut short_path = [0u8; SHORT_PATH_BUF];
         for (file, cookie) in self.held() {
             if !take(cookie, now, budget) {
                 continue;
             }
             if path.is_none() {
-                path = KVec::from_elem(0u8, PATH_BUF, GFP_KERNEL).ok();
+                path = KVec::from_elem(0u8, PATH_BUF, GFP_NOWAIT | __GFP_NOWARN).ok();
             }
             let buf = path.as_deref_mut().unwrap_or(&mut short_path[..]);
             let (id, committed) = emit(file, cookie, buf, SEEN.build_id(cookie));

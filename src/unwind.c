@@ -219,16 +219,15 @@ static bool uu_vma_is_vdso(struct vm_area_struct *vma)
 }
 
 /*
- * The identity of the vDSO image current maps: one special mapping named "[vdso]" serves
- * the 64-bit, 32-bit and x32 images (arch/x86/entry/vdso/vma.c), and a 64-bit task may
- * swap its own for the 32-bit one (arch_prctl(ARCH_MAP_VDSO_32)), so the name is no key.
- * The image (mm->context.vdso_image, set by map_vdso()) and its size are; the pointer is
- * only hashed into a cache key under the module's secret, never recorded.
+ * The identity of the vDSO image @image: one special mapping named "[vdso]" serves the
+ * 64-bit, 32-bit and x32 images (arch/x86/entry/vdso/vma.c), and a 64-bit task may swap
+ * its own for the 32-bit one (arch_prctl(ARCH_MAP_VDSO_32)), so the name is no key. The
+ * image (mm->context.vdso_image, set by map_vdso(), which vdso_fault() serves the
+ * mapping's pages from) and its size are; the pointer is only hashed into a cache key
+ * under the module's secret, never recorded.
  */
-static void uu_vdso_id(struct uu_file_id *id)
+static void uu_vdso_id(struct uu_file_id *id, const struct vdso_image *image)
 {
-	const struct vdso_image *image = READ_ONCE(current->mm->context.vdso_image);
-
 	memset(id, 0, sizeof(*id));
 	id->ino = (unsigned long)image;
 	id->ctime_sec = image ? image->size : 0;
@@ -244,7 +243,7 @@ static void uu_fill_region(struct vm_area_struct *vma, struct uu_region *r)
 		r->kind = UU_REGION_FILE;
 	else if (uu_vma_is_vdso(vma) && !vma->vm_pgoff) {
 		r->kind = UU_REGION_VDSO;
-		uu_vdso_id(&r->id);
+		uu_vdso_id(&r->id, READ_ONCE(vma->vm_mm->context.vdso_image));
 	}
 }
 
@@ -285,6 +284,9 @@ int uu_unwind_region(u64 addr, struct uu_region *r)
 	return vma ? 0 : -ENOENT;
 }
 
+/* The coarsest change time a local filesystem keeps: FAT's 2 s. */
+#define UU_SETTLE_SEC 2
+
 /*
  * Makes @o the object of @file, whose reference the caller took and @o now holds; @o->id
  * is already its identity. A file not to read (as uu_file_read(): regular files only,
@@ -292,17 +294,19 @@ int uu_unwind_region(u64 addr, struct uu_region *r)
  *
  * What is read is marked unsettled (o->writers) when a writer has the file open, and when
  * the identity's change time is not older than the time a write would stamp now
- * (current_time()): a write leaves the change time as it is when it falls in the tick
- * that time was stamped in (inode_needs_update_time(): a filesystem with a coarse change
- * time, vfat or exfat, or a multigrain one whose time nobody queried), so only a time
- * older than the current tick proves that any write from now on changes it.
+ * (current_time()) by UU_SETTLE_SEC: a write leaves the change time as it is when it
+ * falls in the tick that time was stamped in (inode_needs_update_time(): a filesystem
+ * with a coarse change time, or a multigrain one whose time nobody queried), and a
+ * filesystem may keep coarser times than its s_time_gran says (FAT declares 1 ns and
+ * truncates to 2 s itself: fat_truncate_time()), so only a time that much older proves
+ * that any write from now on changes it.
  */
 static int uu_object_hold_file(struct uu_object *o, struct file *file)
 {
 	struct inode *inode = file_inode(file);
 	struct timespec64 now = current_time(inode);
 	struct timespec64 then = {
-		.tv_sec = o->id.ctime_sec,
+		.tv_sec = o->id.ctime_sec + UU_SETTLE_SEC,
 		.tv_nsec = o->id.ctime_nsec,
 	};
 
@@ -324,7 +328,7 @@ static int uu_object_hold_file(struct uu_object *o, struct file *file)
  * @addr: a user address in a mapping uu_unwind_region() found of kind UU_REGION_FILE or
  *        UU_REGION_VDSO
  * @o: filled with the object: for a file, the file held (get_file()), its identity and
- *     whether it is open for writing; for the vDSO, its start
+ *     whether it is open for writing; for the vDSO, its start and its image's bytes
  *
  * The file of a mapping this CPU's memo knows is taken from the memo (uu_vma_memo_file()),
  * with no maple tree walk and no lock.
@@ -338,6 +342,7 @@ int uu_unwind_object_open(u64 addr, struct uu_object *o)
 {
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
+	const struct vdso_image *image;
 	struct file *file;
 	bool locked = false;
 	int ret = -ENOENT;
@@ -361,11 +366,15 @@ int uu_unwind_object_open(u64 addr, struct uu_object *o)
 	if (file) {
 		ret = uu_object_hold_file(o, get_file(file));
 	} else if (uu_vma_is_vdso(vma) && !vma->vm_pgoff) {
-		o->start = vma->vm_start;
-		o->size = vma->vm_end - vma->vm_start;
-		o->kind = UU_REGION_VDSO;
-		uu_vdso_id(&o->id);
-		ret = 0;
+		image = READ_ONCE(mm->context.vdso_image);
+		if (image) {
+			o->start = vma->vm_start;
+			o->vdso = image->data;
+			o->size = image->size;
+			o->kind = UU_REGION_VDSO;
+			uu_vdso_id(&o->id, image);
+			ret = 0;
+		}
 	}
 out:
 	if (locked)
@@ -414,10 +423,11 @@ static int uu_object_folio(struct uu_object *o, u64 offset)
  * @len: bytes
  *
  * A file is read from its page cache, never from the process's mapping; a page not
- * cached is read from the disk of a block-backed filesystem (I/O that only waits for the
- * device), and not at all elsewhere. The vDSO is read where it is mapped.
+ * cached or not up to date is not read now: the fetch thread reads it ahead
+ * (src/fetch.c) and this read fails. The vDSO is read from its image, not where it is
+ * mapped (a debugger's breakpoint or another image's pages there are the task's own).
  *
- * Context: task, the deferred-unwind callback, may sleep.
+ * Context: task, the deferred-unwind callback; never waits for I/O.
  * Return: 0; -EFAULT past the end of the file (its size when it was opened) or of the
  * vDSO; -EAGAIN when a page is not cached and not read; or another negative errno.
  */
@@ -428,8 +438,10 @@ int uu_unwind_object_read(struct uu_object *o, u64 offset, void *buf, size_t len
 
 	if (offset > o->size || len > o->size - offset)
 		return -EFAULT;
-	if (o->kind == UU_REGION_VDSO)
-		return len > PAGE_SIZE ? -EINVAL : uu_unwind_read(buf, o->start + offset, len);
+	if (o->kind == UU_REGION_VDSO) {
+		memcpy(buf, o->vdso + offset, len);
+		return 0;
+	}
 	while (len) {
 		ret = uu_object_folio(o, offset);
 		if (ret)
@@ -452,30 +464,18 @@ int uu_unwind_object_read(struct uu_object *o, u64 offset, void *buf, size_t len
  * Return: whether what was read from it is content that caches shared by every process
  * may keep: for a file, no writer had it open when it was opened nor has now (a write
  * changes the change time before the data, file_modified(), so the identity alone cannot
- * tell a half-written table), and its change time is the one of its identity; for the
- * vDSO, it is still mapped there and no page of it was ever copied on write (a debugger's
- * breakpoint): its VMA has no anon_vma.
+ * tell a half-written table), and its change time is the one of its identity; the vDSO
+ * is read from its image, the kernel's own bytes, always settled.
  */
 bool uu_unwind_object_settled(struct uu_object *o)
 {
-	struct mm_struct *mm = current->mm;
-	struct vm_area_struct *vma;
 	struct timespec64 ctime;
-	bool stable = false;
 
-	if (o->kind == UU_REGION_FILE) {
-		ctime = uu_ctime(file_inode(o->file));
-		stable = !o->writers && atomic_read(&file_inode(o->file)->i_writecount) <= 0 &&
-			 ctime.tv_sec == o->id.ctime_sec && ctime.tv_nsec == o->id.ctime_nsec;
-	} else if (o->kind == UU_REGION_VDSO && mm) {
-		vma = lock_vma_under_rcu(mm, o->start);
-		if (vma) {
-			stable = vma->vm_start == o->start && uu_vma_is_vdso(vma) &&
-				 !READ_ONCE(vma->anon_vma);
-			vma_end_read(vma);
-		}
-	}
-	return stable;
+	if (o->kind != UU_REGION_FILE)
+		return o->kind == UU_REGION_VDSO;
+	ctime = uu_ctime(file_inode(o->file));
+	return !o->writers && atomic_read(&file_inode(o->file)->i_writecount) <= 0 &&
+	       ctime.tv_sec == o->id.ctime_sec && ctime.tv_nsec == o->id.ctime_nsec;
 }
 
 /**

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The `.eh_frame` unwinder in the deferred callback: the glue between the pure unwinder
-//! ([`crate::logic::unwinder`]) and the task (`src/unwind.c`): user memory read with
-//! `copy_from_user()` (ordinary memory only: never a `VM_IO` or `VM_PFNMAP` mapping), the
-//! objects' unwind tables read from their files' page cache (never from the process's
-//! copy, which it may have written), mappings looked up with the per-VMA lock, the caches
+//! ([`crate::logic::unwinder`]) and the task (`src/unwind.c`): user memory read without
+//! faulting (`copy_from_user_nofault()`; a page not present is faulted in by the fetch
+//! thread, `src/fetch.c`, for a later stack), the objects' unwind tables read from their
+//! files' page cache (never from the process's copy, which it may have written) or the
+//! vDSO's image, mappings looked up with the per-VMA lock, the caches
 //! shared by every task, and the buffers the unwind works in.
 //!
 //! Memory: the row and table caches are static, about 110 KiB; the files' tables
@@ -12,8 +13,8 @@
 //! work buffers (the CIE and FDE scratch, the last CIE read, an FDE's rows and its
 //! remembered rows, the 511 frames and two 256-byte read blocks, 15.6 KiB each) are a
 //! static pool of [`POOL_SLOTS`] (125 KiB): a callback takes a free one without
-//! allocating, and when all are in use (as many tasks in the callback at once, each
-//! faulting a page in) it records the kernel's frame-pointer stack instead.
+//! allocating, and when all are in use (as many tasks in the callback at once) it
+//! records the kernel's frame-pointer stack instead.
 
 use crate::ffi;
 use crate::logic::cfi::step::Regs;
