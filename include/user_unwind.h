@@ -123,6 +123,16 @@ struct uu_object {
 	u32 writers;		/* UU_REGION_FILE: unsettled when opened (uu_object_hold_file()) */
 };
 
+/*
+ * struct uu_regs, uu_file_id, uu_region and uu_object are mirrored by hand in Rust
+ * (src/user_unwind_main.rs), which asserts the same sizes: a field added on one side
+ * only fails the build.
+ */
+static_assert(sizeof(struct uu_regs) == 32);
+static_assert(sizeof(struct uu_file_id) == 32);
+static_assert(sizeof(struct uu_region) == 64);
+static_assert(sizeof(struct uu_object) == 80);
+
 int uu_unwind_object_open(u64 addr, struct uu_object *o);
 int uu_unwind_object_read(struct uu_object *o, u64 offset, void *buf, size_t len);
 bool uu_unwind_object_settled(struct uu_object *o);

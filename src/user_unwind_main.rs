@@ -85,6 +85,7 @@ mod ffi {
         pub(crate) file: *mut c_void,
         pub(crate) folio: *mut c_void,
         pub(crate) start: u64,
+        pub(crate) vdso: *const c_void,
         pub(crate) size: u64,
         pub(crate) id: FileId,
         pub(crate) kind: u32,
@@ -99,6 +100,7 @@ mod ffi {
                 file: core::ptr::null_mut(),
                 folio: core::ptr::null_mut(),
                 start: 0,
+                vdso: core::ptr::null(),
                 size: 0,
                 id: FileId::default(),
                 kind: 0,
@@ -106,6 +108,15 @@ mod ffi {
             }
         }
     }
+
+    // The sizes include/user_unwind.h asserts for the same structs: a field added on one
+    // side only fails the build, not the unwind.
+    const _: () = assert!(
+        core::mem::size_of::<UuRegs>() == 32
+            && core::mem::size_of::<FileId>() == 32
+            && core::mem::size_of::<UuRegion>() == 64
+            && core::mem::size_of::<UuObject>() == 80
+    );
 
     /// `UU_REGION_FILE`: a file with an identity.
     pub(crate) const UU_REGION_FILE: u32 = 1;
