@@ -5,8 +5,8 @@
 
 KDIR ?=
 
-.PHONY: all setup module check demo stress host-test bench bench-host ustack ustack-bench \
-	plugin-install clean
+.PHONY: all setup module check demo stress host-test bench bench-real bench-host ustack \
+	ustack-bench plugin-install clean
 
 all: module
 
@@ -27,6 +27,11 @@ host-test:
 # 128 (scripts/bench.sh, Documentation/performance.rst). BENCH_ARGS="ITERATIONS ROUNDS DEPTH..." overrides.
 bench:
 	@scripts/bench.sh $(BENCH_ARGS)
+
+# What profiling costs real programs (Debian's cc1, python3, clang, sqlite3): this module
+# and perf side by side, instructions counted (scripts/bench-real.sh). BENCH_REAL_ARGS=ROUNDS.
+bench-real:
+	@scripts/bench-real.sh $(BENCH_REAL_ARGS)
 
 # Microbenchmarks of the pure logic on the host (criterion): translation per frame,
 # SipHash, build-id parsing, first-sight lookups.

@@ -27,6 +27,7 @@
 # $TREE_OUT/bigprog/KERNEL/.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+. "$ROOT/scripts/real-programs.sh"
 
 usage() { die "usage: scripts/bigprog.sh [--kernel test|debian] [--no-build]"; }
 kernel=test build=1
@@ -38,14 +39,6 @@ while (($#)); do
 	esac
 done
 case $kernel in test | debian) ;; *) usage ;; esac
-
-# The workload, sized for about a minute each under TCG. cc1 compiles these files of the
-# kernel source (user-space programs that build with the C library's headers alone) at -O2;
-# python3 tokenizes, then parses and dumps the syntax tree of, these standard modules.
-CC_FILES="scripts/dtc/livetree.c"
-PY_MODULES="typing"
-PY=/usr/bin/python3.11
-PYLIB=/usr/lib/python3.11
 
 if ((build)); then
 	if [ "$kernel" = debian ]; then
@@ -60,62 +53,23 @@ command -v gcc >/dev/null || die "gcc is not installed (Debian's gcc-12 has the 
 CC1=$(gcc -print-prog-name=cc1)
 DRIVER=$(readlink -f "$(command -v gcc)")
 [ -x "$CC1" ] || die "gcc has no cc1 ($CC1)"
-[ -x "$PY" ] && [ -d "$PYLIB" ] || die "Debian's python3.11 is not installed ($PY, $PYLIB)"
 
 OUT=$TREE_OUT/bigprog/$kernel
 STAGE=$TREE_OUT/bigprog/stage
-mkdir -p "$OUT" "$STAGE/src"
+mkdir -p "$OUT" "$STAGE"
 
-# The C files, preprocessed here with the host's headers: the guest has none.
-say "preprocessing $CC_FILES"
-src=$(kernel_src)
-inputs=()
-for f in $CC_FILES; do
-	i=$STAGE/src/$(basename "${f%.c}").i
-	gcc -E -I"$src/$(dirname "$f")" -I"$src/scripts/dtc/libfdt" -I"$src/scripts/include" \
-		"$src/$f" -o "$i" || die "preprocessing $f failed"
-	inputs+=("$i")
-done
-
-# Of Python's standard library, the files the workload loads (as the host's python3 -v
-# shows them, sources and bytecode with their times, so that the bytecode stays valid), the
-# landmark os.py and the modules read; a file the guest lacks is one it does not load.
-say "listing the standard library files python3 loads for the workload"
-rm -rf "$STAGE/py" && mkdir -p "$STAGE/py"
-pyfiles=$(for m in $PY_MODULES; do
-	for tool in tokenize ast; do
-		"$PY" -v -m $tool "$PYLIB/$m.py" 2>&1 >/dev/null || die "$PY -m $tool $m.py failed"
-	done
-	echo "$PYLIB/$m.py"
-done | grep -oE "$PYLIB/[^' ]+\.(py|pyc|so)" | sort -u)
-for f in $pyfiles "$PYLIB/os.py"; do
-	install -D -p -m 0644 "$f" "$STAGE/py$f" || die "copying $f failed"
-done
-
-# What goes into the guest, at the host's paths: each binary and every library ldd lists
-# for it (the real file behind a symlink), as build-initramfs.sh installs trace-cmd.
-adds=(--add "$ROOT/tests/guest/bigprog.sh:/bin/bigprog.sh"
-	--add "$CC1:$CC1" --add "$DRIVER:/usr/bin/gcc"
-	--add "$PY:$PY" --add "$STAGE/py$PYLIB:$PYLIB")
-declare -A seen=()
-for bin in "$CC1" "$DRIVER" "$PY" $(echo "$pyfiles" | grep '\.so$' || true); do
-	for lib in $(ldd "$bin" | grep -oE '/[^ ]+' || true); do
-		[ -z "${seen[$lib]:-}" ] || continue
-		seen[$lib]=1
-		adds+=(--add "$(readlink -f "$lib"):$lib")
-	done
-done
-for i in "${inputs[@]}"; do
-	adds+=(--add "$i:/root/bigprog/$(basename "$i")")
-done
+# What goes into the guest, at the host's paths (scripts/real-programs.sh).
+adds=(--add "$ROOT/tests/guest/bigprog.sh:/bin/bigprog.sh" --add "$DRIVER:/usr/bin/gcc")
+stage_c_inputs "$STAGE"
+stage_python "$STAGE"
+add_binaries "$CC1" "$DRIVER"
 
 # The programs file: NAME, COMM (what the events are filtered on), COMMAND.
 cc="for f in /root/bigprog/*.i; do gcc -O2 -S -o /tmp/out.s \$f || exit 1; done"
 py="for m in $PY_MODULES; do python3 -m tokenize $PYLIB/\$m.py >/dev/null &&"
 py+=" python3 -m ast $PYLIB/\$m.py >/dev/null || exit 1; done"
 printf 'cc1\tcc1\t%s\npython3\tpython3\t%s\n' "$cc" "$py" >"$STAGE/programs"
-ln -sf "$PY" "$STAGE/python3"
-adds+=(--add "$STAGE/programs:/root/programs" --add "$STAGE/python3:/usr/bin/python3")
+adds+=(--add "$STAGE/programs:/root/programs")
 
 kargs=()
 [ "$kernel" = debian ] && kargs=(--kernel debian)

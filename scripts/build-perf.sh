@@ -6,9 +6,18 @@
 # perf may not have. Optional features off, so it links only libraries Debian 12 has (libelf,
 # zlib, libtraceevent for tracepoints); cached outside the clone under $CACHE, keyed by the
 # kernel source version, the flags and the compiler. Prints the binary's path.
-# Usage: scripts/build-perf.sh
+# With --dwarf, a second build with libdw (elfutils), for the host only: `perf report` and
+# `perf script` unwind the user stacks `--call-graph dwarf` copied with it (make bench-real).
+# Usage: scripts/build-perf.sh [--dwarf]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+
+dwarf=0
+case ${1:-} in
+"") ;;
+--dwarf) dwarf=1 ;;
+*) die "usage: scripts/build-perf.sh [--dwarf]" ;;
+esac
 
 # What a tracepoint record needs is kept (libelf, zlib, libtraceevent); the rest is off.
 FLAGS=(NO_LIBPYTHON=1 NO_LIBPERL=1 NO_SLANG=1 NO_GTK2=1 NO_LIBBPF=1 BUILD_BPF_SKEL=0
@@ -19,6 +28,10 @@ FLAGS=(NO_LIBPYTHON=1 NO_LIBPERL=1 NO_SLANG=1 NO_GTK2=1 NO_LIBBPF=1 BUILD_BPF_SK
 # Debian packages perf's build wants beyond setup.sh's (flex, bison, libelf-dev,
 # libtraceevent-dev and pkg-config are among those).
 PACKAGES=(zlib1g-dev)
+if ((dwarf)); then
+	mapfile -t FLAGS < <(printf '%s\n' "${FLAGS[@]}" | grep -vx NO_LIBDW=1)
+	PACKAGES+=(libdw-dev)
+fi
 
 SRC=$(kernel_src)
 [ -f "$SRC/tools/perf/Makefile.perf" ] || die "no tools/perf in $SRC"
@@ -45,6 +58,10 @@ make -C "$SRC/tools/perf" O="$OUT" -j"$(nproc)" "${FLAGS[@]}" perf >"$OUT/build.
 [ -x "$OUT/perf" ] || die "perf build left no $OUT/perf, see $OUT/build.log"
 # The deferred user callchains this bench measures (the guest checks each run's records too).
 grep -q defer_callchain "$OUT/perf" || die "this perf has no deferred callchains (--call-graph fp,defer)"
+if ((dwarf)); then
+	"$OUT/perf" version --build-options | grep -Eq 'dwarf-unwind: +\[ on' ||
+		die "this perf was built without libdw (see $OUT/build.log)"
+fi
 say "perf: built in $(($(date +%s) - start)) s: $("$OUT/perf" version)"
 echo "$key" >"$OUT/.done"
 echo "$OUT/perf"
