@@ -60,8 +60,10 @@ use super::cfi::packed::REGISTER;
 use super::cfi::packed::SAME_VALUE;
 use super::cfi::packed::UNDEFINED;
 use super::cfi::packed::VAL_OFFSET;
+use super::cfi::pointer::datarel_sdata4_pair;
 use super::cfi::pointer::read_encoded;
 use super::cfi::pointer::Bases;
+use super::cfi::pointer::DATAREL_SDATA4;
 use super::cfi::read_mem;
 use super::cfi::read_u64;
 use super::cfi::step::apply;
@@ -1027,15 +1029,32 @@ impl<'a, T: Task> Unwind<'a, T> {
             let Some(w) = self.task.table_pending() else {
                 return Ok(false);
             };
-            let mut c = Cursor::new(window, at);
-            for k in i..i + n {
-                let initial = read_encoded(&mut c, hdr.table_enc, &bases);
-                let fde = read_encoded(&mut c, hdr.table_enc, &bases);
-                let (Ok(initial), Ok(fde)) = (initial, fde) else {
-                    return Ok(false);
-                };
-                if ftable::set_entry(w, k, Entry { initial, fde }).is_none() {
-                    return Ok(false);
+            if hdr.table_enc == DATAREL_SDATA4 {
+                // What every linker writes, decoded without the general decoder: most of
+                // a big file's first sight is this loop (clang's libraries: 226,000).
+                for (k, at) in (i..i + n).zip((0..).step_by(8)) {
+                    let Some(e) = window
+                        .get(at..at + 8)
+                        .and_then(|e| <&[u8; 8]>::try_from(e).ok())
+                    else {
+                        return Ok(false);
+                    };
+                    let (initial, fde) = datarel_sdata4_pair(e, hdr.addr);
+                    if ftable::set_entry(w, k, Entry { initial, fde }).is_none() {
+                        return Ok(false);
+                    }
+                }
+            } else {
+                let mut c = Cursor::new(window, at);
+                for k in i..i + n {
+                    let initial = read_encoded(&mut c, hdr.table_enc, &bases);
+                    let fde = read_encoded(&mut c, hdr.table_enc, &bases);
+                    let (Ok(initial), Ok(fde)) = (initial, fde) else {
+                        return Ok(false);
+                    };
+                    if ftable::set_entry(w, k, Entry { initial, fde }).is_none() {
+                        return Ok(false);
+                    }
                 }
             }
             i += n;
