@@ -722,6 +722,8 @@ fn run(a: Args) -> Result<bool> {
     });
     sym.kallsyms = kallsyms;
     let p = agg.profile(&mut sym, a.lines);
+    // The counts are in the profile now: their memory is the outputs'.
+    drop(agg);
     progress.done();
     let mut outputs = a.outputs;
     if outputs.is_empty() {
