@@ -23,6 +23,7 @@ pub mod record;
 pub mod ringbuf;
 pub mod stacks;
 pub mod symbolize;
+pub mod tracefs;
 pub mod tracedat;
 
 use error::Result;
