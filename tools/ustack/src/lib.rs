@@ -18,6 +18,7 @@ pub mod events;
 pub mod format;
 pub mod join;
 pub mod kallsyms;
+pub mod live;
 pub mod output;
 pub mod record;
 pub mod ringbuf;
