@@ -24,8 +24,9 @@ pub mod record;
 pub mod ringbuf;
 pub mod stacks;
 pub mod symbolize;
-pub mod tracefs;
+pub mod top;
 pub mod tracedat;
+pub mod tracefs;
 
 use error::Result;
 use events::Event;
