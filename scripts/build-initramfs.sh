@@ -47,7 +47,7 @@ copy_with_libs "$PROG/uu_review" /usr/bin/uu_review
 copy_with_libs "$PROG/uu_bench_cold" /usr/bin/uu_bench_cold
 install -m 0644 "$ROOT/tests/guest/unwind.sh" "$OUT/lib/uu-unwind.sh"
 install -m 0644 "$ROOT/tests/guest/review.sh" "$OUT/lib/uu-review.sh"
-for prog in uu_maps uu_exec uu_perf uu_dlone uu_ab uu_offcpu; do
+for prog in uu_maps uu_exec uu_perf uu_dlone uu_ab uu_offcpu uu_top; do
 	copy_with_libs "$PROG/$prog" /usr/bin/$prog
 done
 # The suspended-device test (tests/guest/review.sh): an ext4 image holding a copy of libc,

@@ -16,6 +16,12 @@ report of each, with and without the libtraceevent plugin. Then, on the host:
 - ustack record itself, run in the guest (the host binary, its libraries with it) on the
   real module and trace-cmd: on a command with -e, with -T --off-cpu, and on a running
   process with -p; each trace.dat is read back with complete stacks;
+- ustack top, run in the guest beside uu_top (60:30:10 of its time and calls in hot_60,
+  hot_30 and hot_10): its one frame after 3 s names the three with their self and children
+  shares within 10 points of those, by the default timer event (on-CPU time) for its comm
+  and by raw_syscalls:sys_enter (calls) for its pid; --off-cpu ended by SIGTERM; and every
+  tracefs setting it changed (the option, the events, their filters, the buffer size, the
+  clock) reads afterwards as before;
 - uu_nofp, built without frame pointers, unwound by the module's .eh_frame unwinder: its
   complete stack, from _start through __libc_start_main, main, nf_a, nf_b and nf_c to
   getppid in libc, each of its own frames at the source line of its call (found by text in
@@ -190,6 +196,59 @@ def check_record(out):
                   folded)
 
 
+def top_rows(frame):
+    """The function rows of a ustack top frame: function to (children %, self %)."""
+    rows = {}
+    for m in re.finditer(r"^\s*([\d.]+)%\s+([\d.]+)%\s+\d+\s+(\S+)\s+\S+$", frame, re.M):
+        rows[m.group(3)] = (float(m.group(1)), float(m.group(2)))
+    return rows
+
+
+def check_top(out):
+    """ustack top run in the guest beside uu_top, and tracefs before and after it."""
+    m = re.search(r"^=== USTACK-TOP\n(.*?)^=== END$", out, re.S | re.M)
+    check("ustack top ran in the guest", m, out[-2000:])
+    if not m:
+        return
+    # "--- NAME" headers, each with the lines up to the next; a frame's status follows it.
+    parts = re.findall(r"^--- (.+)\n((?:(?!--- ).*\n)*)", m.group(1), re.M)
+    frames = {}
+    for (head, body), (after, rest) in zip(parts, parts[1:] + [("", "")]):
+        if head.startswith("frame "):
+            frames[head[6:]] = (body, after.removeprefix("status "), rest)
+    # The default event is the first timer event tracefs has (x86: the local timer).
+    for name, events in (("timer", ("irq_vectors:local_timer_entry",
+                                     "timer:hrtimer_expire_entry")),
+                         ("syscalls", ("raw_syscalls:sys_enter",))):
+        body, status, _ = frames.get(name, ("", "", ""))
+        check(f"top {name}: exit status 0", status == "0", body)
+        rows = top_rows(body)
+        print(f"# top {name}: " + ", ".join(
+            f"{f} {rows[f][1]:.1f}% self, {rows[f][0]:.1f}% children" for f in
+            ("hot_60", "hot_30", "hot_10") if f in rows))
+        shown = re.findall(r"^# Event: (\S+)  Samples: \d+", body, re.M)
+        check(f"top {name}: the frame is one of {' or '.join(events)}",
+              len(shown) == 1 and shown[0] in events, body)
+        for f, share in (("hot_60", 60), ("hot_30", 30), ("hot_10", 10)):
+            got = rows.get(f)
+            check(f"top {name}: {f} has {share} % of the samples (self and children, within "
+                  "10 points)", got and all(abs(g - share) <= 10 for g in got), body)
+    _, status, count = frames.get("off-cpu", ("", "", ""))
+    check("top --off-cpu: ended by SIGTERM with status 0, a frame a second",
+          status == "0" and count.strip().isdigit() and int(count) >= 2, (status, count))
+    parts = dict(parts)
+    before, during, after = (parts.get(k, "") for k in ("before", "during", "after"))
+    # While top runs: its option, the global clock, its buffer size, sched_switch on.
+    check("tracefs while ustack top --off-cpu runs: the option on, sched_switch on, the "
+          "global clock, the buffer grown to 4096 KiB",
+          "userstacktrace_delay: 1" in during and "sched:sched_switch" in during
+          and "[global]" in during and re.search(r"^buffer_size_kb: 4\d\d\d ", during, re.M),
+          during)
+    check("tracefs reads after ustack top as before (the option, no event left on, filters, "
+          "buffer size, clock)", before and before == after and "userstacktrace_delay: 0" in
+          after and "id == 110" in after and "[local]" in after,
+          f"\nbefore:\n{before}\nafter:\n{after}")
+
 def main():
     work = os.path.join(os.path.dirname(PROG), "ustack-e2e")
     shutil.rmtree(work, ignore_errors=True)
@@ -287,6 +346,7 @@ def main():
         print(f"# {name}: symbolized in {took:.3f} s")
     check_nofp(work)
     check_record(guest.stdout)
+    check_top(guest.stdout)
     print(f"ustack-e2e: {sum(results)} passed, {len(results) - sum(results)} failed")
     return 0 if all(results) else 1
 

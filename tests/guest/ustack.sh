@@ -103,6 +103,54 @@ if [ -x /bin/ustack ] && [ "$1" != demo ]; then
 	wait
 fi
 
+# ustack top, for real, beside uu_top (60:30:10 of its time and calls in hot_60, hot_30 and
+# hot_10): one frame after 3 s of the default timer event (on-CPU samples) for its comm,
+# one of raw_syscalls:sys_enter for its pid, and 4 s of --off-cpu ended by SIGTERM (its
+# frames counted). The settings top changes are set away from its own first (a small
+# buffer, the local clock, a filter on sys_enter), and what tracefs says of them is printed
+# before, while --off-cpu runs, and after.
+tracefs_state() {
+	(cd $T && for f in tracing_on trace_clock buffer_size_kb per_cpu/cpu*/buffer_size_kb \
+		trace_options set_event events/raw_syscalls/sys_enter/filter \
+		events/irq_vectors/local_timer_entry/filter events/timer/hrtimer_expire_entry/filter \
+		events/sched/sched_switch/filter options/userstacktrace_delay; do
+		[ -e "$f" ] && echo "$f: $(tr '\n' ' ' <"$f")"
+	done)
+}
+if [ -x /bin/ustack ] && [ "$1" != demo ]; then
+	echo 1024 >$T/buffer_size_kb
+	echo local >$T/trace_clock
+	echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
+	echo "=== USTACK-TOP"
+	echo "--- before"
+	tracefs_state
+	uu_top 60 >/dev/null &
+	prog=$!
+	sleep 1
+	echo "--- frame timer"
+	ustack top --duration 3 --once --comm uu_top 2>&1
+	echo "--- status $?"
+	echo "--- frame syscalls"
+	ustack top --duration 3 --once -e raw_syscalls:sys_enter --pid $prog 2>&1
+	echo "--- status $?"
+	kill $prog
+	wait $prog
+	ustack top --off-cpu >/tmp/top-offcpu 2>&1 &
+	top=$!
+	sleep 4
+	echo "--- during"
+	tracefs_state
+	kill -TERM $top
+	wait $top
+	status=$?
+	echo "--- frame off-cpu"
+	echo "--- status $status"
+	grep -c ' events read, ' /tmp/top-offcpu
+	echo "--- after"
+	tracefs_state
+	echo "=== END"
+fi
+
 # trace-cmd stores /proc/kallsyms in every file (megabytes): an empty one keeps the other
 # files small enough for the console and the tree.
 : >/tmp/no-kallsyms

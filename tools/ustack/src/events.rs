@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use crate::bytes::Endian;
 use crate::error::{Error, Result};
-use crate::format::{Field, Format, Record};
+use crate::format::{Field, Format, PageHeader, Record};
 use crate::ringbuf::{self, Missed};
 use crate::tracedat::{CpuReader, TraceDat};
 
@@ -207,8 +207,9 @@ fn fields<const N: usize>(f: &Format, names: [&str; N]) -> Option<[Field; N]> {
 }
 
 impl Layouts {
-    fn new(t: &TraceDat) -> Result<Layouts> {
+    fn new(formats: &HashMap<u16, Format>) -> Result<Layouts> {
         let missing = |e: &str| Error::new(format!("the trace's {e} format lacks a field"));
+        let t = Named(formats);
         let cookie = match t.format_named("user_unwind", "user_unwind_cookie") {
             Some(f) => Some((
                 f.id,
@@ -303,6 +304,17 @@ impl Layouts {
     }
 }
 
+/// A trace's formats, looked up by name.
+struct Named<'a>(&'a HashMap<u16, Format>);
+
+impl Named<'_> {
+    fn format_named(&self, system: &str, name: &str) -> Option<&Format> {
+        self.0
+            .values()
+            .find(|f| f.system == system && f.name == name)
+    }
+}
+
 /// `files[]` and `offs[]` to frames, each frame's file index in the top `idx_bits` bits of
 /// its word: offs holds a word a frame, or in a `wide` record two (the low halves of the
 /// values, then the index and the high halves).
@@ -357,6 +369,68 @@ fn words<T>(b: &[u8], size: usize, f: impl Fn(&[u8]) -> T) -> Vec<T> {
     b.chunks_exact(size).map(f).collect()
 }
 
+/// Ring-buffer pages to events, by a trace's formats: trace.dat's sub-buffers and, live,
+/// what `per_cpu/cpuN/trace_pipe_raw` reads.
+pub struct PageDecoder {
+    layouts: Layouts,
+    names: HashMap<u16, Rc<str>>,
+    /// Task names by pid (trace.dat's saved cmdlines), given to the events.
+    pub comms: HashMap<i32, Rc<str>>,
+    endian: Endian,
+    header: PageHeader,
+}
+
+impl PageDecoder {
+    /// A decoder by `formats` (event id to format), for pages laid out as `header` says.
+    pub fn new(
+        formats: &HashMap<u16, Format>,
+        header: PageHeader,
+        endian: Endian,
+        comms: &HashMap<i32, String>,
+    ) -> Result<Self> {
+        Ok(PageDecoder {
+            layouts: Layouts::new(formats)?,
+            names: formats
+                .iter()
+                .map(|(id, f)| (*id, Rc::from(f.full_name())))
+                .collect(),
+            comms: comms
+                .iter()
+                .map(|(p, c)| (*p, Rc::from(c.as_str())))
+                .collect(),
+            endian,
+            header,
+        })
+    }
+
+    /// The events of one page of CPU `cpu`, each passed to `f`; what the writer lost
+    /// before the page. Records of the module's events too short for their format are
+    /// skipped and counted in `bad`; an event whose format is unknown is skipped. A
+    /// malformed page is an error after the events before the damage.
+    pub fn page(
+        &self,
+        cpu: u32,
+        page: &[u8],
+        bad: &mut usize,
+        mut f: impl FnMut(Event),
+    ) -> Result<Missed> {
+        ringbuf::parse_page(page, &self.header, self.endian, |ts, data| {
+            if let Some(e) = decode_event(
+                &self.layouts,
+                &self.names,
+                &self.comms,
+                self.endian,
+                cpu,
+                ts,
+                data,
+                bad,
+            ) {
+                f(e);
+            }
+        })
+    }
+}
+
 /// The events of a trace.dat, decoded a page at a time and merged across CPUs in
 /// timestamp order (ties keep CPU order): memory holds a page of each CPU, not the trace.
 /// A damaged page or chunk ends its CPU's events and is listed in `damage`; records of the
@@ -364,9 +438,7 @@ fn words<T>(b: &[u8], size: usize, f: impl Fn(&[u8]) -> T) -> Vec<T> {
 pub struct DatStream<'a> {
     pub t: TraceDat,
     bytes: &'a [u8],
-    layouts: Layouts,
-    names: HashMap<u16, Rc<str>>,
-    comms: HashMap<i32, Rc<str>>,
+    decoder: PageDecoder,
     readers: Vec<CpuReader>,
     queues: Vec<VecDeque<Event>>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
@@ -381,17 +453,7 @@ pub struct DatStream<'a> {
 
 impl<'a> DatStream<'a> {
     pub fn new(t: TraceDat, bytes: &'a [u8]) -> Result<Self> {
-        let layouts = Layouts::new(&t)?;
-        let names = t
-            .formats
-            .iter()
-            .map(|(id, f)| (*id, Rc::from(f.full_name())))
-            .collect();
-        let comms = t
-            .comms
-            .iter()
-            .map(|(p, c)| (*p, Rc::from(c.as_str())))
-            .collect();
+        let decoder = PageDecoder::new(&t.formats, t.header, t.endian, &t.comms)?;
         let readers: Vec<CpuReader> = t.cpus.iter().map(|c| t.reader(c)).collect();
         let released = readers.iter().map(CpuReader::position).collect();
         let damage = t.damage.clone();
@@ -401,9 +463,7 @@ impl<'a> DatStream<'a> {
             readers,
             t,
             bytes,
-            layouts,
-            names,
-            comms,
+            decoder,
             heap: BinaryHeap::new(),
             started: false,
             bad: 0,
@@ -436,30 +496,21 @@ impl<'a> DatStream<'a> {
     fn refill(&mut self, i: usize) {
         let DatStream {
             bytes,
-            layouts,
-            names,
-            comms,
+            decoder,
             readers,
             queues,
             bad,
             lost,
             damage,
-            t,
             ..
         } = self;
-        let endian = t.endian;
         let r = &mut readers[i];
         let q = &mut queues[i];
         while q.is_empty() {
             let mut res = Ok(Missed::None);
             let cpu = r.cpu;
             let got = r.next_page(bytes, |page| {
-                res = ringbuf::parse_page(page, &t.header, endian, |ts, data| {
-                    if let Some(e) = decode_event(layouts, names, comms, endian, cpu, ts, data, bad)
-                    {
-                        q.push_back(e);
-                    }
-                });
+                res = decoder.page(cpu, page, bad, |e| q.push_back(e));
             });
             match got {
                 Ok(true) => {}

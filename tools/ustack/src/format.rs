@@ -138,6 +138,18 @@ impl PageHeader {
             data_offset: data.offset,
         })
     }
+
+    /// The size of a sub-buffer, header included, from the same text: the `data` field's
+    /// end (the kernel prints the sub-buffer's capacity as its size).
+    pub fn page_size(text: &[u8]) -> Option<usize> {
+        String::from_utf8_lossy(text)
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("field:"))
+            .filter_map(|l| parse_field(l).ok())
+            .find(|f| f.name == "data")
+            .and_then(|f| f.offset.checked_add(f.size))
+    }
 }
 
 /// Field values of one record, read through its format.
@@ -234,6 +246,23 @@ print fmt: \"cookie=%llx\", REC->cookie
             endian: Endian::Little,
         };
         assert_eq!(r.bytes(f.field("offs").unwrap()), None);
+    }
+
+    #[test]
+    fn page_layout_from_header_page() {
+        // events/header_page of Linux 7.3, x86-64, 4 KiB sub-buffers.
+        let text = b"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;
+\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;
+\tfield: char overwrite;\toffset:8;\tsize:1;\tsigned:1;
+\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;
+";
+        let h = PageHeader::parse(text).unwrap();
+        assert_eq!((h.commit_offset, h.commit_size, h.data_offset), (8, 8, 16));
+        assert_eq!(PageHeader::page_size(text), Some(4096));
+        assert_eq!(
+            PageHeader::page_size(b"field: u64 timestamp; offset:0; size:8;"),
+            None
+        );
     }
 
     #[test]

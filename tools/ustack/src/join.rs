@@ -293,6 +293,11 @@ impl Joiner {
         self.st.stacks
     }
 
+    /// What the join has counted so far (the samples out, their frames unresolved).
+    pub fn stats(&self) -> &Stats {
+        &self.st
+    }
+
     /// Take one event, in timestamp order.
     pub fn push(&mut self, e: Event, out: &mut impl FnMut(Sample)) {
         self.st.events += 1;

@@ -18,12 +18,15 @@ pub mod events;
 pub mod format;
 pub mod join;
 pub mod kallsyms;
+pub mod live;
 pub mod output;
 pub mod record;
 pub mod ringbuf;
 pub mod stacks;
 pub mod symbolize;
+pub mod top;
 pub mod tracedat;
+pub mod tracefs;
 
 use error::Result;
 use events::Event;

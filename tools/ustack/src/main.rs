@@ -16,6 +16,7 @@ use ustack::{join, output};
 const USAGE: &str = "\
 usage: ustack [OPTIONS] [-i] [TRACE]
        ustack record [-e EVENT]... [-o FILE] (-- COMMAND [ARGS...] | -p PID)
+       ustack top [-e EVENT]... [--off-cpu] [--comm COMM] [--pid PID] [--duration S] [--once]
        ustack --bench [STACKS [DEPTH [OFFSETS [DISTINCT_STACKS]]]]
 
 TRACE (or -i TRACE; trace.dat if none) is a trace.dat from trace-cmd record (file
@@ -106,6 +107,167 @@ and its option file there, then that the option came on, and reads what was reco
   --off-cpu            what ustack --off-cpu reads: sched:sched_switch, kernel stacks
   --trace-cmd PATH     the trace-cmd to run
 ";
+
+const TOP_USAGE: &str = "\
+usage: ustack top [-e EVENT]... [--off-cpu] [-T] [--comm COMM]... [--pid PID]...
+                  [--duration S] [--once] [OPTIONS]
+
+A live view, as perf top gives: reads the ring buffer as it fills (every CPU's
+trace_pipe_raw), symbolizes and counts the stacks as a trace's, and draws each event's
+functions (the most self first) and top stacks every second. Runs as root on the traced
+machine with the module loaded. It sets tracefs up (the module's option, the events and
+their filters, the global clock, a buffer of --buffer-size at least) and puts all of it
+back as it was when it ends: q, --duration, Ctrl-C, SIGTERM, an error.
+
+  -e EVENT             an event whose stacks to count (system:event; repeatable); none:
+                       the timer interrupt (irq_vectors:local_timer_entry, else
+                       timer:hrtimer_expire_entry), sampling what runs on each CPU
+  --off-cpu            off-CPU time: sched:sched_switch, each blocking weighed by its time
+  -T, --kernel         kernel stacks too (the stacktrace option)
+  --user-only          leave the kernel frames out
+  --kernel-only        only the kernel frames
+  --comm COMM          only tasks of this name (repeatable)
+  --pid PID            only the threads process PID has when top starts (repeatable;
+                       filtered in the kernel too)
+  --duration S         end after S seconds
+  --once               print one frame when it ends (after --duration, 1 s if none) and
+                       nothing before: for scripts
+  --top N              stacks per event (default 5)
+  --functions N        functions per event (default 15)
+  -m, --buffer-size KB the ring buffer's size per CPU, at least (default 4096)
+  --sysroot, --map, --sysroot-only, --debug-dir, --perf-map, --no-inline
+                       finding the files, as for a trace
+
+Keys: q quits.
+";
+
+fn top_main() -> ExitCode {
+    use lexopt::prelude::*;
+    let mut t = ustack::top::Top::default();
+    let usage = |e: String| {
+        eprintln!(
+            "ustack top: {}\nTry 'ustack top --help' for more information.",
+            escape(&e)
+        );
+        ExitCode::from(2)
+    };
+    let number = |p: &mut lexopt::Parser, what: &str| -> std::result::Result<u64, String> {
+        value(p)?
+            .parse::<u64>()
+            .map_err(|_| format!("{what} wants a number"))
+    };
+    let mut p = lexopt::Parser::from_args(std::env::args_os().skip(2));
+    let mut user_only = false;
+    let mut kernel_only = false;
+    loop {
+        let arg = match p.next() {
+            Ok(Some(a)) => a,
+            Ok(None) => break,
+            Err(e) => return usage(e.to_string()),
+        };
+        let r: std::result::Result<(), String> = match arg {
+            Short('e') | Long("event") => value(&mut p).map(|e| t.events.push(e)),
+            Long("off-cpu") => {
+                t.off_cpu = true;
+                Ok(())
+            }
+            Short('T') | Long("kernel") => {
+                t.kernel = true;
+                Ok(())
+            }
+            Long("user-only") => {
+                user_only = true;
+                Ok(())
+            }
+            Long("kernel-only") => {
+                kernel_only = true;
+                Ok(())
+            }
+            Long("comm") => value(&mut p).map(|c| t.comms.push(c)),
+            Long("pid") => value(&mut p).and_then(|v| {
+                v.parse()
+                    .map(|n| t.pids.push(n))
+                    .map_err(|_| "--pid wants a number".to_string())
+            }),
+            Long("duration") => value(&mut p).and_then(|v| {
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s >= 0.0 && *s < 1e9)
+                    .map(|s| t.duration = Some(std::time::Duration::from_secs_f64(s)))
+                    .ok_or_else(|| format!("--duration wants seconds, not '{v}'"))
+            }),
+            Long("once") => {
+                t.once = true;
+                Ok(())
+            }
+            Long("top") => number(&mut p, "--top").map(|n| t.stacks = n as usize),
+            Long("functions") => number(&mut p, "--functions").map(|n| t.functions = n as usize),
+            Short('m') | Long("buffer-size") => {
+                number(&mut p, "--buffer-size").map(|n| t.buffer_kb = n)
+            }
+            Long(o) if SYMBOL_OPTIONS.contains(&o) => {
+                let o = o.to_string();
+                symbol_option(&o, &mut p, &mut t.opts)
+            }
+            Short('h') | Long("help") => {
+                print!("{TOP_USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            _ => Err(arg.unexpected().to_string()),
+        };
+        if let Err(e) = r {
+            return usage(e);
+        }
+    }
+    t.view = match (user_only, kernel_only) {
+        (true, true) => return usage("--user-only and --kernel-only: one of them".into()),
+        (true, false) => StackView::UserOnly,
+        (false, true) => StackView::KernelOnly,
+        _ => StackView::Both,
+    };
+    if t.once && t.duration.is_none() {
+        t.duration = Some(std::time::Duration::from_secs(1));
+    }
+    match t.run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is_usage() => usage(e.msg),
+        Err(e) => {
+            eprintln!("ustack top: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The options that say where a trace's files are found and how they are named.
+const SYMBOL_OPTIONS: [&str; 6] = [
+    "sysroot",
+    "map",
+    "debug-dir",
+    "perf-map",
+    "no-inline",
+    "sysroot-only",
+];
+
+/// One of [`SYMBOL_OPTIONS`], with its value.
+fn symbol_option(
+    name: &str,
+    p: &mut lexopt::Parser,
+    o: &mut Options,
+) -> std::result::Result<(), String> {
+    match name {
+        "sysroot" => o.sysroot = Some(os_value(p)?.into()),
+        "map" => {
+            let v = value(p)?;
+            let (pre, dir) = v.split_once('=').ok_or("--map wants PREFIX=DIR")?;
+            o.maps.push((pre.to_string(), dir.into()));
+        }
+        "debug-dir" => o.debug_dirs.push(os_value(p)?.into()),
+        "perf-map" => o.perf_maps.push(os_value(p)?.into()),
+        "no-inline" => o.no_inline = true,
+        _ => o.sysroot_only = true,
+    }
+    Ok(())
+}
 
 fn record_main() -> ExitCode {
     use lexopt::prelude::*;
@@ -325,16 +487,10 @@ fn parse_args() -> std::result::Result<Args, String> {
             Long("diff") => a.diff = Some(os_value(&mut p)?.into()),
             Long("lines") => a.lines = true,
             Short('q') | Long("quiet") => a.quiet = true,
-            Long("sysroot") => a.opts.sysroot = Some(os_value(&mut p)?.into()),
-            Long("map") => {
-                let v = value(&mut p)?;
-                let (pre, dir) = v.split_once('=').ok_or("--map wants PREFIX=DIR")?;
-                a.opts.maps.push((pre.to_string(), dir.into()));
+            Long(o) if SYMBOL_OPTIONS.contains(&o) => {
+                let o = o.to_string();
+                symbol_option(&o, &mut p, &mut a.opts)?
             }
-            Long("debug-dir") => a.opts.debug_dirs.push(os_value(&mut p)?.into()),
-            Long("perf-map") => a.opts.perf_maps.push(os_value(&mut p)?.into()),
-            Long("no-inline") => a.opts.no_inline = true,
-            Long("sysroot-only") => a.opts.sysroot_only = true,
             Long("pid") => a
                 .filter
                 .pids
@@ -722,6 +878,8 @@ fn run(a: Args) -> Result<bool> {
     });
     sym.kallsyms = kallsyms;
     let p = agg.profile(&mut sym, a.lines);
+    // The counts are in the profile now: their memory is the outputs'.
+    drop(agg);
     progress.done();
     let mut outputs = a.outputs;
     if outputs.is_empty() {
@@ -933,6 +1091,9 @@ fn peak_kb() -> Option<u64> {
 fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|a| a == "record") {
         return record_main();
+    }
+    if std::env::args_os().nth(1).is_some_and(|a| a == "top") {
+        return top_main();
     }
     let a = match parse_args() {
         Ok(a) => a,

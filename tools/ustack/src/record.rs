@@ -33,37 +33,25 @@ pub struct Record {
 
 /// The events recorded when none are asked for: the stacks a task leaves the CPU with.
 pub const DEFAULT_EVENT: &str = "sched:sched_switch";
-const OPTION: &str = "options/userstacktrace_delay";
+const OPTION: &str = crate::tracefs::OPTION;
+
+/// The events whose stacks are taken, from those asked for: `default` when none are, and
+/// with `off_cpu` [`DEFAULT_EVENT`], which off-CPU time is weighed by, if not asked for.
+pub fn triggers(asked: &[String], default: &str, off_cpu: bool) -> Vec<String> {
+    let mut events = Vec::new();
+    if off_cpu && !asked.iter().any(|e| e == DEFAULT_EVENT) {
+        events.push(DEFAULT_EVENT.to_string());
+    } else if asked.is_empty() {
+        events.push(default.to_string());
+    }
+    events.extend(asked.iter().cloned());
+    events
+}
 
 impl Record {
-    fn tracefs(&self) -> Option<PathBuf> {
-        ["kernel/tracing", "kernel/debug/tracing"]
-            .iter()
-            .map(|d| self.sys.join(d))
-            .find(|d| d.join("trace").exists() || d.join("options").is_dir())
-    }
-
     /// The checks before recording: the module loaded, its option file present.
     pub fn check(&self) -> Result<PathBuf> {
-        if !self.sys.join("module/user_unwind").is_dir() {
-            return Err(Error::new(format!(
-                "the user_unwind module is not loaded ({} is not there): insmod user_unwind.ko",
-                self.sys.join("module/user_unwind").display()
-            )));
-        }
-        let t = self.tracefs().ok_or_else(|| {
-            Error::new(format!(
-                "no tracefs under {}: mount -t tracefs nodev /sys/kernel/tracing",
-                self.sys.display()
-            ))
-        })?;
-        if !t.join(OPTION).exists() {
-            return Err(Error::new(format!(
-                "{} is missing: the module is loaded but did not create its option",
-                t.join(OPTION).display()
-            )));
-        }
-        Ok(t)
+        crate::tracefs::check_module(&self.sys)
     }
 
     /// trace-cmd's arguments.
@@ -78,12 +66,7 @@ impl Record {
         a.push("-o".into());
         a.push(self.output.display().to_string());
         let mut events = vec!["user_unwind".to_string(), "task:task_newtask".to_string()];
-        if self.events.is_empty()
-            || (self.off_cpu && !self.events.iter().any(|e| e == DEFAULT_EVENT))
-        {
-            events.push(DEFAULT_EVENT.into());
-        }
-        events.extend(self.events.iter().cloned());
+        events.extend(triggers(&self.events, DEFAULT_EVENT, self.off_cpu));
         for e in events {
             a.push("-e".into());
             a.push(e);

@@ -583,8 +583,9 @@ impl Aggregator {
     }
 
     /// Symbolize each distinct frame once and count the stacks by what is shown; `lines`
-    /// puts `file:line` in the labels.
-    pub fn profile(self, sym: &mut Symbolizer, lines: bool) -> Profile {
+    /// puts `file:line` in the labels. The counts go on: `ustack top` draws a profile of
+    /// them every second, the symbolizer's caches kept.
+    pub fn profile(&self, sym: &mut Symbolizer, lines: bool) -> Profile {
         let mut p = Profile {
             samples: self.value,
             off_cpu: self.off_cpu.is_some(),
@@ -604,7 +605,7 @@ impl Aggregator {
         // (event, pid, task, complete, labels) -> (value, samples).
         type Shown = (u32, i32, u32, bool, Vec<u32>);
         let mut entries: IdMap<Shown, (u64, u64)> = IdMap::default();
-        let mut stacks: Vec<(RawStack, Count)> = self.stacks.into_iter().collect();
+        let mut stacks: Vec<(&RawStack, &Count)> = self.stacks.iter().collect();
         // Most frequent first, then in the order of the trace's first frames: the order
         // labels are numbered in, and so ties are broken in, is the same every run.
         stacks.sort_unstable_by(|a, b| {
@@ -627,15 +628,9 @@ impl Aggregator {
                     ))
             })
         });
-        for (
-            raw,
-            Count {
-                n: count,
-                samples: nsamples,
-                mut times,
-            },
-        ) in stacks
-        {
+        for (raw, c) in stacks {
+            let (count, nsamples) = (c.n, c.samples);
+            let mut times = c.times.clone();
             times.sort_unstable();
             let mut frames: Vec<u32> = Vec::new();
             let mut pfs = Vec::with_capacity(raw.frames.len());

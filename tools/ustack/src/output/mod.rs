@@ -12,6 +12,7 @@ pub mod perf_script;
 mod pprof;
 mod report;
 mod speedscope;
+pub mod top;
 mod tree;
 
 pub use flame::{svg, svg_diff};

@@ -22,7 +22,7 @@ pub fn time(ns: u64) -> String {
 
 /// The value columns of a row: its samples, or (`--off-cpu`) its time off the CPU and
 /// the number of times its tasks blocked there.
-fn values(p: &Profile, value: u64, samples: u64) -> String {
+pub(super) fn values(p: &Profile, value: u64, samples: u64) -> String {
     if p.off_cpu {
         format!("{:>10}  {samples:>9}", time(value))
     } else {
@@ -37,16 +37,7 @@ fn values(p: &Profile, value: u64, samples: u64) -> String {
 /// One section per event, as `perf report` gives one per event: samples of different
 /// events are not shares of one whole. The section of the largest total comes first.
 pub fn report(p: &Profile, v: &View) -> String {
-    let mut events: HashMap<&str, Vec<&Entry>> = HashMap::new();
-    for e in &p.entries {
-        events
-            .entry(p.labels[e.event as usize].name.as_str())
-            .or_default()
-            .push(e);
-    }
-    let mut events: Vec<(&str, Vec<&Entry>)> = events.into_iter().collect();
-    let total = |es: &[&Entry]| -> u64 { es.iter().map(|e| e.count).sum() };
-    events.sort_by(|a, b| total(&b.1).cmp(&total(&a.1)).then(a.0.cmp(b.0)));
+    let events = sections(p);
     let mut out = String::new();
     if events.is_empty() {
         section(p, v, &[], &mut out);
@@ -59,6 +50,21 @@ pub fn report(p: &Profile, v: &View) -> String {
         section(p, v, entries, &mut out);
     }
     out
+}
+
+/// The entries of each event, the event of the largest total first (ties by name).
+pub(super) fn sections(p: &Profile) -> Vec<(&str, Vec<&Entry>)> {
+    let mut events: HashMap<&str, Vec<&Entry>> = HashMap::new();
+    for e in &p.entries {
+        events
+            .entry(p.labels[e.event as usize].name.as_str())
+            .or_default()
+            .push(e);
+    }
+    let mut events: Vec<(&str, Vec<&Entry>)> = events.into_iter().collect();
+    let total = |es: &[&Entry]| -> u64 { es.iter().map(|e| e.count).sum() };
+    events.sort_by(|a, b| total(&b.1).cmp(&total(&a.1)).then(a.0.cmp(b.0)));
+    events
 }
 
 /// One section of the report: the function view and top stacks of `entries`, shares of
@@ -77,102 +83,7 @@ fn section(p: &Profile, v: &View, entries: &[&Entry], out: &mut String) {
     } else {
         let _ = writeln!(out, "# Samples: {total}  Stacks: {}", stacks.len());
     }
-    // The function view: a key per label of each stack, counted once per stack
-    // (children), and for its innermost frame (self).
-    // A row's key: the label's part (function, file), interned once per label, and the
-    // task's part (pid, for comm and pid).
-    let by_task = v
-        .sort
-        .iter()
-        .any(|k| matches!(k, SortKey::Comm | SortKey::Pid));
-    let mut part_ids: HashMap<(String, String), u32> = HashMap::new();
-    let mut parts: Vec<(String, String)> = Vec::new();
-    let label_part: Vec<u32> = p
-        .labels
-        .iter()
-        .map(|l| {
-            let f = if v.sort.contains(&SortKey::Function) {
-                if l.inlined {
-                    format!("{} (inlined)", l.name)
-                } else {
-                    l.name.clone()
-                }
-            } else {
-                String::new()
-            };
-            let m = if v.sort.contains(&SortKey::File) {
-                l.module
-                    .as_deref()
-                    .map(|m| m.rsplit('/').next().unwrap_or(m).to_string())
-                    .unwrap_or_else(|| "[unknown]".into())
-            } else {
-                String::new()
-            };
-            let k = (f, m);
-            *part_ids.entry(k.clone()).or_insert_with(|| {
-                parts.push(k);
-                parts.len() as u32 - 1
-            })
-        })
-        .collect();
-    // (children, self, children's samples) of each key.
-    let mut counts: HashMap<(u32, i32), (u64, u64, u64)> = HashMap::new();
-    let mut keys: Vec<(u32, i32)> = Vec::new();
-    for e in entries {
-        let pid = if by_task { e.pid } else { 0 };
-        keys.clear();
-        // Markers ([truncated: REASON], [no stack]) are not functions: the summary
-        // counts them.
-        keys.extend(
-            e.frames
-                .iter()
-                .filter(|&&l| !p.labels[l as usize].synthetic)
-                .map(|&l| (label_part[l as usize], pid)),
-        );
-        let inner = keys.last().copied();
-        keys.sort_unstable();
-        keys.dedup();
-        for k in &keys {
-            let c = counts.entry(*k).or_default();
-            c.0 += e.count;
-            c.2 += e.samples;
-        }
-        if let Some(k) = inner {
-            counts.entry(k).or_default().1 += e.count;
-        }
-    }
-    let rows: Vec<(Vec<String>, (u64, u64, u64))> = counts
-        .into_iter()
-        .map(|((part, pid), c)| {
-            let (f, m) = &parts[part as usize];
-            let k = v
-                .sort
-                .iter()
-                .map(|k| match k {
-                    SortKey::Function => f.clone(),
-                    SortKey::File => m.clone(),
-                    SortKey::Comm => p
-                        .comms
-                        .get(&pid)
-                        .map(|c| crate::stacks::escape(c))
-                        .unwrap_or_else(|| "?".into()),
-                    SortKey::Pid => pid.to_string(),
-                })
-                .collect();
-            (k, c)
-        })
-        .collect();
-    // Rows shown alike are one (two processes of one command, with --sort comm): their
-    // samples are apart, so the counts add up.
-    let mut merged: HashMap<Vec<String>, (u64, u64, u64)> = HashMap::new();
-    for (k, (c, s, n)) in rows {
-        let m = merged.entry(k).or_default();
-        m.0 += c;
-        m.1 += s;
-        m.2 += n;
-    }
-    let mut rows: Vec<(Vec<String>, (u64, u64, u64))> = merged.into_iter().collect();
-    rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let rows = function_rows(p, v, entries);
     let shown: Vec<_> = rows
         .iter()
         .filter(|r| pct(r.1 .0, total) >= v.percent_limit)
@@ -308,6 +219,110 @@ fn section(p: &Profile, v: &View, entries: &[&Entry], out: &mut String) {
     }
 }
 
+/// A row of the function view: its keys (`--sort`) and its (children, self, children's
+/// samples).
+pub(super) type Row = (Vec<String>, (u64, u64, u64));
+
+/// The function view of `entries`: a key per label of each stack, counted once per stack
+/// (children), and for its innermost frame (self); the most children first.
+pub(super) fn function_rows(p: &Profile, v: &View, entries: &[&Entry]) -> Vec<Row> {
+    // A row's key: the label's part (function, file), interned once per label, and the
+    // task's part (pid, for comm and pid).
+    let by_task = v
+        .sort
+        .iter()
+        .any(|k| matches!(k, SortKey::Comm | SortKey::Pid));
+    let mut part_ids: HashMap<(String, String), u32> = HashMap::new();
+    let mut parts: Vec<(String, String)> = Vec::new();
+    let label_part: Vec<u32> = p
+        .labels
+        .iter()
+        .map(|l| {
+            let f = if v.sort.contains(&SortKey::Function) {
+                if l.inlined {
+                    format!("{} (inlined)", l.name)
+                } else {
+                    l.name.clone()
+                }
+            } else {
+                String::new()
+            };
+            let m = if v.sort.contains(&SortKey::File) {
+                l.module
+                    .as_deref()
+                    .map(|m| m.rsplit('/').next().unwrap_or(m).to_string())
+                    .unwrap_or_else(|| "[unknown]".into())
+            } else {
+                String::new()
+            };
+            let k = (f, m);
+            *part_ids.entry(k.clone()).or_insert_with(|| {
+                parts.push(k);
+                parts.len() as u32 - 1
+            })
+        })
+        .collect();
+    // (children, self, children's samples) of each key.
+    let mut counts: HashMap<(u32, i32), (u64, u64, u64)> = HashMap::new();
+    let mut keys: Vec<(u32, i32)> = Vec::new();
+    for e in entries {
+        let pid = if by_task { e.pid } else { 0 };
+        keys.clear();
+        // Markers ([truncated: REASON], [no stack]) are not functions: the summary
+        // counts them.
+        keys.extend(
+            e.frames
+                .iter()
+                .filter(|&&l| !p.labels[l as usize].synthetic)
+                .map(|&l| (label_part[l as usize], pid)),
+        );
+        let inner = keys.last().copied();
+        keys.sort_unstable();
+        keys.dedup();
+        for k in &keys {
+            let c = counts.entry(*k).or_default();
+            c.0 += e.count;
+            c.2 += e.samples;
+        }
+        if let Some(k) = inner {
+            counts.entry(k).or_default().1 += e.count;
+        }
+    }
+    let rows: Vec<(Vec<String>, (u64, u64, u64))> = counts
+        .into_iter()
+        .map(|((part, pid), c)| {
+            let (f, m) = &parts[part as usize];
+            let k = v
+                .sort
+                .iter()
+                .map(|k| match k {
+                    SortKey::Function => f.clone(),
+                    SortKey::File => m.clone(),
+                    SortKey::Comm => p
+                        .comms
+                        .get(&pid)
+                        .map(|c| crate::stacks::escape(c))
+                        .unwrap_or_else(|| "?".into()),
+                    SortKey::Pid => pid.to_string(),
+                })
+                .collect();
+            (k, c)
+        })
+        .collect();
+    // Rows shown alike are one (two processes of one command, with --sort comm): their
+    // samples are apart, so the counts add up.
+    let mut merged: HashMap<Vec<String>, (u64, u64, u64)> = HashMap::new();
+    for (k, (c, s, n)) in rows {
+        let m = merged.entry(k).or_default();
+        m.0 += c;
+        m.1 += s;
+        m.2 += n;
+    }
+    let mut rows: Vec<(Vec<String>, (u64, u64, u64))> = merged.into_iter().collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    rows
+}
+
 /// A frame as the report's stacks show it: `name`, ` (inlined)`, its file's basename
 /// (`  [libc.so.6]`, `  [kernel.kallsyms]`), `  file:line` with `--lines`.
 pub(super) fn label_text(l: &Label) -> String {
@@ -344,7 +359,11 @@ fn shown(l: &Label) -> Label {
 /// The label stacks of `entries` (the event, the task with `task`, the frames outermost
 /// first) counted by what the report shows of them (a label per distinct shown label),
 /// with their samples, most frequent first, ties in label order.
-fn shown_stacks(p: &Profile, entries: &[&Entry], task: bool) -> Vec<(Vec<u32>, (u64, u64))> {
+pub(super) fn shown_stacks(
+    p: &Profile,
+    entries: &[&Entry],
+    task: bool,
+) -> Vec<(Vec<u32>, (u64, u64))> {
     let mut ids: HashMap<Label, u32> = HashMap::new();
     let to_shown: Vec<u32> = p
         .labels
