@@ -88,6 +88,13 @@ if [ -x /bin/ustack ] && [ "$1" != demo ]; then
 	urecord rec-offcpu -T --off-cpu -- uu_offcpu 3 10
 	uu_offcpu 1000 10 >/dev/null &
 	prog=$!
+	# ustack record -p traces the threads the process has when it starts: its four
+	# threads must be there (a loaded host starts them late: a recording of nothing).
+	i=0
+	while [ "$(ls /proc/$prog/task 2>/dev/null | wc -l)" -lt 5 ] && [ $i -lt 60 ]; do
+		sleep 1
+		i=$((i + 1))
+	done
 	# Stopped 8 s after trace-cmd has switched the event on (on a loaded host its start
 	# alone can take seconds of the guest's time), or after 60 s without it.
 	(i=0
