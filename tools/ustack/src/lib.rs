@@ -89,6 +89,8 @@ pub struct Summary {
     pub not_a_trace: Option<String>,
     /// The instances of the file that were not read.
     pub other_instances: Vec<String>,
+    /// The file ends inside its event data: it was cut short.
+    pub cut: bool,
 }
 
 impl Iterator for Source<'_> {
@@ -145,6 +147,7 @@ impl<'a> Source<'a> {
                     .filter(|i| Some(*i) != d.t.instance.as_ref())
                     .cloned()
                     .collect(),
+                cut: d.t.cut,
             },
             Source::Text(t) => Summary {
                 clock: t.info.clock.clone(),
@@ -160,6 +163,7 @@ impl<'a> Source<'a> {
                     )
                 }),
                 other_instances: Vec::new(),
+                cut: false,
             },
         }
     }

@@ -892,7 +892,12 @@ fn run(a: Args) -> Result<bool> {
             ustack::stacks::TIMES_MAX
         );
     }
-    if seen == 0 {
+    if seen == 0 && summary.cut {
+        eprintln!(
+            "ustack: {}: no user stacks in what the file holds: it is cut short (truncated inside its event data: a partial copy, or a recording that did not finish), and the part there has no user_unwind_cookie event",
+            escape(&name)
+        );
+    } else if seen == 0 {
         eprintln!(
             "ustack: {}: no user stacks: the trace has no user_unwind_cookie event (was the module loaded and its events recorded?)",
             escape(&name)
