@@ -91,6 +91,8 @@ pub struct Summary {
     pub other_instances: Vec<String>,
     /// The file ends inside its event data: it was cut short.
     pub cut: bool,
+    /// The times are the time of day (`trace-cmd record --date`).
+    pub wall_clock: bool,
 }
 
 impl Iterator for Source<'_> {
@@ -148,6 +150,7 @@ impl<'a> Source<'a> {
                     .cloned()
                     .collect(),
                 cut: d.t.cut,
+                wall_clock: d.t.date,
             },
             Source::Text(t) => Summary {
                 clock: t.info.clock.clone(),
@@ -164,6 +167,7 @@ impl<'a> Source<'a> {
                 }),
                 other_instances: Vec::new(),
                 cut: false,
+                wall_clock: false,
             },
         }
     }

@@ -721,7 +721,8 @@ fn run(a: Args) -> Result<bool> {
         b.profile(&mut sym, a.lines)
     });
     sym.kallsyms = kallsyms;
-    let p = agg.profile(&mut sym, a.lines);
+    let mut p = agg.profile(&mut sym, a.lines);
+    p.wall_clock = summary.wall_clock;
     progress.done();
     let mut outputs = a.outputs;
     if outputs.is_empty() {

@@ -957,6 +957,9 @@ pub struct Profile {
     pub off_cpu: bool,
     pub first_ts: u64,
     pub last_ts: u64,
+    /// The times are the time of day (the trace maps its clock to it: `trace-cmd record
+    /// --date`), not a clock's count from boot.
+    pub wall_clock: bool,
     /// Every raw entry has its samples' times.
     pub times: bool,
     /// Frames of the samples kept, and those nothing named (shown as `file+0xoffset`).

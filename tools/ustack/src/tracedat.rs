@@ -73,6 +73,8 @@ pub struct TraceDat {
     /// option's (`trace-cmd record --date`: microseconds from the trace clock to the time
     /// of day) and the OFFSET option's (`--ts-offset`).
     pub ts_offset: i64,
+    /// The DATE option was there: the timestamps (with `ts_offset`) are the time of day.
+    pub date: bool,
     pub header: PageHeader,
     pub formats: HashMap<u16, Format>,
     /// The format files as stored (system, text), `header_page` first, for writers.
@@ -181,6 +183,7 @@ impl TraceDat {
             compression: None,
             clock: None,
             ts_offset: 0,
+            date: false,
             header: PageHeader {
                 commit_offset: 8,
                 commit_size: 8,
@@ -408,6 +411,7 @@ impl TraceDat {
             return;
         };
         let v = if id == OPT_DATE {
+            self.date = true;
             v.saturating_mul(1000)
         } else {
             v
