@@ -122,6 +122,18 @@ impl<'a> Source<'a> {
         }
     }
 
+    /// Does the trace record the tasks' renames (trace.dat's formats hold task_rename or
+    /// sched_process_exec)? The text does not say: false.
+    pub fn records_renames(&self) -> bool {
+        match self {
+            Source::Dat(d) => {
+                d.t.format_named("task", "task_rename").is_some()
+                    || d.t.format_named("sched", "sched_process_exec").is_some()
+            }
+            Source::Text(_) => false,
+        }
+    }
+
     /// Ranges of the file read are passed to `f`, to drop them from memory.
     pub fn on_release(&mut self, f: impl FnMut(u64, u64) + 'a) {
         if let Source::Dat(d) = self {

@@ -586,6 +586,7 @@ fn read_trace(
     }
     let mut joiner = join::Joiner::new();
     joiner.kernel_threads = select.off_cpu.is_some_and(|o| o.kernel_threads);
+    joiner.renames_recorded = src.records_renames();
     let mut agg = Aggregator::new(filter.clone());
     agg.keep_times = keep_times;
     agg.view = select.view;

@@ -834,7 +834,6 @@ impl Aggregator {
                 .or_default();
             e.0 += count;
             e.1 += nsamples;
-            p.comms.insert(raw.pid, comm);
         }
         p.entries = entries
             .into_iter()
@@ -948,7 +947,6 @@ pub struct Profile {
     pub label_text: Vec<u32>,
     /// Most frequent first.
     pub entries: Vec<Entry>,
-    pub comms: HashMap<i32, Rc<str>>,
     pub frames: Vec<PFrame>,
     pub raw: Vec<RawEntry>,
     /// The samples' value in all: their count, or off-CPU nanoseconds.
