@@ -73,7 +73,8 @@ Finding the files (the paths are the traced machine's):
 
 Filters (repeatable; a sample passes if it matches one of each kind given):
   --pid PID  --comm COMM  --event NAME (system:event or event; the report has a
-                       section per event)
+                       section per event; COMM is the name at the sample: the trace's
+                       sched_switch, exec and rename events, else saved_cmdlines)
   --tgid TGID          the threads of a process (from task:task_newtask events or the
                        text's tgid column; a task not created in the trace is its own)
   --cpu CPUS           the CPU of the sample's event: 0,2-3
