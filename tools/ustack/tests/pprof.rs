@@ -14,21 +14,28 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// pprof, built (once, into the cache) by the project's script; `None` (SKIP) when it
-/// cannot be, except under CI.
+/// pprof, built (once, into the cache) by the project's script, run once for the tests
+/// of this file; `None` (SKIP) when it cannot be, except under CI.
 fn pprof_bin() -> Option<PathBuf> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/build-pprof.sh");
-    let out = Command::new("bash").arg(&script).output();
-    let why = match out {
-        Ok(o) if o.status.success() => {
-            let p = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
-            if p.is_file() {
-                return Some(p);
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/build-pprof.sh");
+        match Command::new("bash").arg(&script).output() {
+            Ok(o) if o.status.success() => {
+                let p = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+                if p.is_file() {
+                    Ok(p)
+                } else {
+                    Err(format!("it printed no binary ({})", p.display()))
+                }
             }
-            format!("it printed no binary ({})", p.display())
+            Ok(o) => Err(String::from_utf8_lossy(&o.stderr).trim().to_string()),
+            Err(e) => Err(e.to_string()),
         }
-        Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
-        Err(e) => e.to_string(),
+    });
+    let why = match built {
+        Ok(p) => return Some(p.clone()),
+        Err(why) => why,
     };
     assert!(
         std::env::var_os("CI").is_none(),
