@@ -6,7 +6,7 @@
 KDIR ?=
 
 .PHONY: all setup module check demo stress host-test bench bench-real bench-host ustack \
-	ustack-bench plugin-install clean
+	ustack-bench ustack-pictures plugin-install clean
 
 all: module
 
@@ -45,6 +45,10 @@ ustack:
 
 ustack-bench: ustack
 	tools/ustack/target/release/ustack --bench $(USTACK_BENCH_ARGS)
+
+# README.md's and Documentation/ustack.rst's flame graphs, from a committed recording.
+ustack-pictures: ustack
+	USTACK=tools/ustack/target/release/ustack scripts/ustack-pictures.sh
 
 plugin-install:
 	$(MAKE) -C tools/ustack/plugin install

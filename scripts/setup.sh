@@ -3,13 +3,15 @@
 # Install what the bench needs and is missing: Debian packages (among them gdb for the
 # unwinder's live oracle, chromium for the flame graph's browser test and debuginfod for
 # ustack's), the 7.3 kernel source, the matching rust-src, bindgen, inferno-collapse-perf
-# (ustack's perf script consumer). Idempotent; every download lands in the cache folder.
+# (ustack's perf script consumer), Google's pprof built from Debian's Go source (ustack's
+# pprof reader). Idempotent; every download lands in the cache folder.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev libssl-dev cpio
 	make gcc xz-utils qemu-system-x86 busybox-static trace-cmd binutils python3 perl
-	debootstrap libtraceevent-dev pkg-config libc6-dbg gdb chromium debuginfod dmsetup e2fsprogs)
+	debootstrap libtraceevent-dev pkg-config libc6-dbg gdb chromium debuginfod dmsetup e2fsprogs
+	golang-go golang-github-google-pprof-dev)
 
 mkdir -p "$CACHE"
 command -v rustc >/dev/null || die "rustc not found: install Rust with rustup (the kernel needs >= 1.85)"
@@ -71,5 +73,8 @@ if [ ! -x "$CACHE/cargo/bin/inferno-collapse-perf" ] ||
 	cargo install --quiet --locked --force --root "$CACHE/cargo" "inferno@$INFERNO_VERSION" \
 		--bin inferno-collapse-perf || die "cargo install inferno@$INFERNO_VERSION failed"
 fi
+
+# pprof reads ustack's --pprof output in tools/ustack's tests, as a user's pprof would.
+"$ROOT/scripts/build-pprof.sh" >/dev/null
 
 say "setup ok: kernel $(cat "$CACHE/linux-src.version"), rustc $RV, $(bindgen --version), cache $CACHE"

@@ -4,7 +4,9 @@
 holds the SVG in an iframe and drives it as a user would: a click on a frame (the view
 zooms to it), the Search button with a regular expression (the matching frames are marked
 and their share of the samples shown), a term that is not a regular expression (said so
-in red), Reset zoom. The page writes what it saw into its
+in red), Reset zoom; and, in a narrow window, a graph of kernel and user frames whose long
+title is cut before the buttons and whose labels drop the _[k] / _[i] marks (the tooltips
+keep them). The page writes what it saw into its
 own DOM, which chromium prints (--dump-dom); this script checks it against the trace's
 ground truth: in tests/fixtures/text.trace, uu_chain holds 20 of the 23 samples and
 uu_bench 3.
@@ -24,10 +26,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USTACK = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     ROOT, "tools/ustack/target/release/ustack")
 TRACE = os.path.join(ROOT, "tools/ustack/tests/fixtures/text.trace")
+KSTACK = os.path.join(ROOT, "tools/ustack/tests/fixtures/kstack.dat")
 
 PAGE = """<!DOCTYPE html>
 <html><body>
 <iframe id="fg" src="flame.svg" width="1000" height="600"></iframe>
+<iframe id="narrow" src="narrow.svg" width="480" height="600"></iframe>
 <pre id="result">pending</pre>
 <script>
 function box(g) {
@@ -45,10 +49,44 @@ function named(doc, name) {
 function click(el) {
   el.dispatchEvent(new MouseEvent("click", { bubbles: true, cancelable: true }));
 }
-document.getElementById("fg").addEventListener("load", function () {
+function span(doc, id) {
+  var b = doc.getElementById(id).getBBox();
+  return { x: b.x, w: b.width };
+}
+// The frames' labels that keep an _[i] or _[k] mark, and the tooltips that have one.
+function marks(doc) {
+  var labels = 0, titles = 0;
+  Array.prototype.forEach.call(doc.querySelectorAll("g.f"), function (g) {
+    if (/_\[[ki]\]/.test(g.querySelector("text").textContent)) labels++;
+    if (/_\[[ki]\]/.test(g.querySelector("title").textContent)) titles++;
+  });
+  return { labels: labels, titles: titles };
+}
+// The narrow window: a long title, zoomed (Reset zoom shown) and searched (Clear shown).
+function narrow(out) {
+  var win = document.getElementById("narrow").contentWindow, doc = win.document;
+  var n = { before: marks(doc) };
+  var frames = doc.querySelectorAll("g.f");
+  click(frames[frames.length - 1]);
+  win.prompt = function () { return "schedule"; };
+  click(doc.getElementById("search"));
+  var t = doc.getElementById("title");
+  n.title = t.textContent;
+  n.full = t.getAttribute("data-full");
+  n.spans = { title: span(doc, "title"), reset: span(doc, "reset"),
+              search: span(doc, "search"), unsearch: span(doc, "unsearch") };
+  n.shown = { reset: doc.getElementById("reset").getAttribute("display"),
+              unsearch: doc.getElementById("unsearch").getAttribute("display") };
+  n.zoomed = marks(doc);
+  out.narrow = n;
+}
+var loaded = 0;
+function onload() {
+  if (++loaded < 2) return;
   setTimeout(function () {
     var out = {};
     try {
+      narrow(out);
       var win = document.getElementById("fg").contentWindow, doc = win.document;
       var svg = doc.documentElement;
       out.svg_width = parseFloat(svg.getAttribute("width"));
@@ -79,7 +117,9 @@ document.getElementById("fg").addEventListener("load", function () {
     }
     document.getElementById("result").textContent = JSON.stringify(out);
   }, 200);
-});
+}
+document.getElementById("fg").addEventListener("load", onload);
+document.getElementById("narrow").addEventListener("load", onload);
 </script>
 </body></html>
 """
@@ -104,6 +144,11 @@ def main():
     try:
         subprocess.run([USTACK, "-q", "--sysroot", "/nonexistent", "--svg",
                         os.path.join(d, "flame.svg"), TRACE], check=True)
+        # Kernel and user frames, its title longer than a narrow window has room for.
+        long = os.path.join(d, "a-recording-whose-name-is-longer-than-a-narrow-window.dat")
+        shutil.copy(KSTACK, long)
+        subprocess.run([USTACK, "-q", "--svg", os.path.join(d, "narrow.svg"), long],
+                       check=True)
         with open(os.path.join(d, "test.html"), "w") as f:
             f.write(PAGE)
         r = subprocess.run(
@@ -156,6 +201,19 @@ def check(res):
          and bad["fill"] == "rgb(192, 28, 40)", f"a bad regular expression: {bad}")
     want(abs(r["bench"]["w"] - full * 3 / 23) < 1 and r["chain"]["shown"]
          and r["reset"] == "none", f"reset: {r}")
+    # The narrow window: the title, cut with "..", runs under none of the buttons;
+    # labels drop the _[k] / _[i] marks, which the tooltips keep.
+    n = res["narrow"]
+    sp = n["spans"]
+    want(n["shown"] == {"reset": "inline", "unsearch": "inline"}, f"buttons shown: {n['shown']}")
+    want(n["title"].endswith("..") and n["full"].startswith(n["title"][:-2])
+         and len(n["title"]) < len(n["full"]), f"the title cut: {n['title']!r} of {n['full']!r}")
+    t = sp["title"]
+    want(t["x"] >= sp["reset"]["x"] + sp["reset"]["w"], f"title clear of Reset zoom: {sp}")
+    for b in ("search", "unsearch"):
+        want(t["x"] + t["w"] <= sp[b]["x"], f"title clear of {b}: {sp}")
+    for k in ("before", "zoomed"):
+        want(n[k]["labels"] == 0 and n[k]["titles"] > 0, f"marks {k}: {n[k]}")
     for f in fails:
         print("FAIL:", f)
     if not fails:

@@ -50,23 +50,36 @@ pub enum Kind {
         frames: Vec<KFrame>,
     },
     /// `sched:sched_switch`: task `prev_pid` switched out in state `prev_state` (as the
-    /// event prints it: `S`, `D`, `R+`...), `next_pid` in. A possible trigger.
+    /// event prints it: `S`, `D`, `R+`...), `next_pid` in, each with its name then
+    /// (`prev_comm`, `next_comm`). A possible trigger.
     Switch {
         name: Rc<str>,
         prev_pid: i32,
         prev_state: Rc<str>,
         next_pid: i32,
+        prev_comm: Option<Rc<str>>,
+        next_comm: Option<Rc<str>>,
     },
     /// Any other event: a possible trigger, named `system:event` (or `event` from text).
     Other {
         name: Rc<str>,
     },
     /// `task:task_newtask`: task `child` was created by the event's task, as its thread
-    /// (CLONE_THREAD) or as a new process. A possible trigger too.
+    /// (CLONE_THREAD) or as a new process, named `comm` (its parent's name then). A
+    /// possible trigger too.
     NewTask {
         name: Rc<str>,
         child: i32,
         thread: bool,
+        comm: Option<Rc<str>>,
+    },
+    /// `task:task_rename` (`prctl(PR_SET_NAME)`, and exec, which renames through it) or
+    /// `sched:sched_process_exec`: task `pid` is named `comm` from now on (`None`: a name
+    /// the event does not tell, an exec of a file descriptor). A possible trigger.
+    Rename {
+        name: Rc<str>,
+        pid: i32,
+        comm: Option<Rc<str>>,
     },
 }
 
@@ -95,9 +108,10 @@ impl Kind {
     pub fn trigger(&self) -> Option<&Rc<str>> {
         match self {
             Kind::Other { name } if is_module_event(name) => None,
-            Kind::Other { name } | Kind::NewTask { name, .. } | Kind::Switch { name, .. } => {
-                Some(name)
-            }
+            Kind::Other { name }
+            | Kind::NewTask { name, .. }
+            | Kind::Switch { name, .. }
+            | Kind::Rename { name, .. } => Some(name),
             _ => None,
         }
     }
@@ -148,8 +162,8 @@ const CLONE_THREAD: u64 = 0x10000;
 
 /// Field lookups of the module's events, resolved once from the file's formats.
 struct Layouts {
-    /// task:task_newtask's id, pid and clone_flags.
-    newtask: Option<(u16, Field, Field)>,
+    /// task:task_newtask's id, pid, clone_flags and comm.
+    newtask: Option<(u16, Field, Field, Option<Field>)>,
     cookie: Option<(u16, Field)>,
     stack: Option<StackFields>,
     file_cache: Option<FileCacheFields>,
@@ -157,8 +171,14 @@ struct Layouts {
     truncated: Option<(u16, Field, Field)>,
     /// ftrace:kernel_stack's id, size and caller[].
     kstack: Option<(u16, Field, Field)>,
-    /// sched:sched_switch's id, prev_pid, prev_state and next_pid.
+    /// sched:sched_switch's id, prev_pid, prev_state and next_pid, and its prev_comm and
+    /// next_comm.
     switch: Option<(u16, Field, Field, Field)>,
+    switch_comms: Option<(Field, Field)>,
+    /// task:task_rename's id, its pid (older kernels; else the event's task) and newcomm.
+    rename: Option<(u16, Option<Field>, Field)>,
+    /// sched:sched_process_exec's id, filename and pid.
+    exec: Option<(u16, Field, Field)>,
 }
 
 /// user_unwind_truncated's reason, as its `__print_symbolic` names it (src/events.h).
@@ -268,8 +288,15 @@ impl Layouts {
                 f.id,
                 f.field("pid")?.clone(),
                 f.field("clone_flags")?.clone(),
+                f.field("comm").cloned(),
             ))
         });
+        let rename = t
+            .format_named("task", "task_rename")
+            .and_then(|f| Some((f.id, f.field("pid").cloned(), f.field("newcomm")?.clone())));
+        let exec = t
+            .format_named("sched", "sched_process_exec")
+            .and_then(|f| Some((f.id, f.field("filename")?.clone(), f.field("pid")?.clone())));
         let kstack = t
             .format_named("ftrace", "kernel_stack")
             .and_then(|f| Some((f.id, f.field("size")?.clone(), f.field("caller")?.clone())));
@@ -281,8 +308,14 @@ impl Layouts {
                 f.field("next_pid")?.clone(),
             ))
         });
+        let switch_comms = t
+            .format_named("sched", "sched_switch")
+            .and_then(|f| Some((f.field("prev_comm")?.clone(), f.field("next_comm")?.clone())));
         Ok(Layouts {
             switch,
+            switch_comms,
+            rename,
+            exec,
             kstack,
             newtask,
             cookie,
@@ -376,15 +409,21 @@ pub struct PageDecoder {
     names: HashMap<u16, Rc<str>>,
     /// Task names by pid (trace.dat's saved cmdlines), given to the events.
     pub comms: HashMap<i32, Rc<str>>,
+    /// The task names the records carry (sched_switch's, task_rename's...), one `Rc` each.
+    task_names: TaskNames,
     endian: Endian,
     header: PageHeader,
+    /// The size of a whole page: a shorter one is the last of a file cut short.
+    page_size: usize,
 }
 
 impl PageDecoder {
-    /// A decoder by `formats` (event id to format), for pages laid out as `header` says.
+    /// A decoder by `formats` (event id to format), for pages of `page_size` bytes laid
+    /// out as `header` says.
     pub fn new(
         formats: &HashMap<u16, Format>,
         header: PageHeader,
+        page_size: usize,
         endian: Endian,
         comms: &HashMap<i32, String>,
     ) -> Result<Self> {
@@ -398,8 +437,10 @@ impl PageDecoder {
                 .iter()
                 .map(|(p, c)| (*p, Rc::from(c.as_str())))
                 .collect(),
+            task_names: TaskNames::default(),
             endian,
             header,
+            page_size,
         })
     }
 
@@ -408,26 +449,33 @@ impl PageDecoder {
     /// skipped and counted in `bad`; an event whose format is unknown is skipped. A
     /// malformed page is an error after the events before the damage.
     pub fn page(
-        &self,
+        &mut self,
         cpu: u32,
         page: &[u8],
         bad: &mut usize,
         mut f: impl FnMut(Event),
     ) -> Result<Missed> {
-        ringbuf::parse_page(page, &self.header, self.endian, |ts, data| {
-            if let Some(e) = decode_event(
-                &self.layouts,
-                &self.names,
-                &self.comms,
-                self.endian,
-                cpu,
-                ts,
-                data,
-                bad,
-            ) {
-                f(e);
-            }
-        })
+        ringbuf::parse_page(
+            page,
+            self.page_size,
+            &self.header,
+            self.endian,
+            |ts, data| {
+                if let Some(e) = decode_event(
+                    &self.layouts,
+                    &self.names,
+                    &self.comms,
+                    &mut self.task_names,
+                    self.endian,
+                    cpu,
+                    ts,
+                    data,
+                    bad,
+                ) {
+                    f(e);
+                }
+            },
+        )
     }
 }
 
@@ -453,7 +501,7 @@ pub struct DatStream<'a> {
 
 impl<'a> DatStream<'a> {
     pub fn new(t: TraceDat, bytes: &'a [u8]) -> Result<Self> {
-        let decoder = PageDecoder::new(&t.formats, t.header, t.endian, &t.comms)?;
+        let decoder = PageDecoder::new(&t.formats, t.header, t.page_size, t.endian, &t.comms)?;
         let readers: Vec<CpuReader> = t.cpus.iter().map(|c| t.reader(c)).collect();
         let released = readers.iter().map(CpuReader::position).collect();
         let damage = t.damage.clone();
@@ -495,6 +543,7 @@ impl<'a> DatStream<'a> {
     /// Fill CPU `i`'s queue with the events of its next pages, until it has one.
     fn refill(&mut self, i: usize) {
         let DatStream {
+            t,
             bytes,
             decoder,
             readers,
@@ -525,8 +574,12 @@ impl<'a> DatStream<'a> {
                 Ok(Missed::Count(n)) => *lost += n,
                 Ok(Missed::Unknown) => *lost += 1,
                 Err(e) => {
-                    damage
-                        .push(e.context(&format!("CPU {cpu} at file offset {:#x}", r.position())));
+                    // The last page of a file cut short: the file's damage says so.
+                    if !(t.cut && r.position() == bytes.len() as u64) {
+                        damage.push(
+                            e.context(&format!("CPU {cpu} at file offset {:#x}", r.position())),
+                        );
+                    }
                     r.done = true;
                     break;
                 }
@@ -570,11 +623,51 @@ impl Iterator for DatStream<'_> {
     }
 }
 
+/// Task names read from records, one `Rc` each: a trace names the same few tasks over and
+/// over (every sched_switch names two).
+#[derive(Default)]
+struct TaskNames(HashMap<Box<[u8]>, Rc<str>>);
+
+impl TaskNames {
+    /// At most this many names are kept; past it they are read afresh.
+    const MAX: usize = 1 << 16;
+
+    /// The name in `b`, up to its NUL; `None` when empty.
+    fn get(&mut self, b: &[u8]) -> Option<Rc<str>> {
+        let b = b.split(|&c| c == 0).next().unwrap_or(b);
+        if b.is_empty() {
+            return None;
+        }
+        if let Some(n) = self.0.get(b) {
+            return Some(Rc::clone(n));
+        }
+        if self.0.len() >= Self::MAX {
+            self.0.clear();
+        }
+        let n: Rc<str> = String::from_utf8_lossy(b).into();
+        self.0.insert(b.into(), Rc::clone(&n));
+        Some(n)
+    }
+}
+
+/// The name exec gives a task running `filename` (fs/exec.c, `begin_new_exec`): its base
+/// name, cut to the 15 bytes a task's name holds. `None` for an exec of a file descriptor
+/// (`/dev/fd/N`): the kernel names the task after the file, which the event does not say.
+pub fn exec_comm(filename: &[u8]) -> Option<&[u8]> {
+    let rest = filename.strip_prefix(b"/dev/fd/");
+    if rest.is_some_and(|r| !r.is_empty() && r.iter().all(u8::is_ascii_digit)) {
+        return None;
+    }
+    let base = filename.rsplit(|&c| c == b'/').next().unwrap_or(filename);
+    Some(&base[..base.len().min(15)])
+}
+
 #[allow(clippy::too_many_arguments)]
 fn decode_event(
     layouts: &Layouts,
     names: &HashMap<u16, Rc<str>>,
     comms: &HashMap<i32, Rc<str>>,
+    task_names: &mut TaskNames,
     endian: Endian,
     cpu: u32,
     ts: u64,
@@ -610,25 +703,61 @@ fn decode_event(
                 let Some((_, prev, state, next)) = &layouts.switch else {
                     unreachable!("checked above");
                 };
+                let mut comm = |f: Option<&Field>| task_names.get(f.and_then(|f| r.bytes(f))?);
                 match (r.int(prev), r.int(state), r.int(next)) {
                     (Some(p), Some(st), Some(nx)) => Kind::Switch {
                         name: Rc::clone(n),
                         prev_pid: p as i32,
                         prev_state: task_state(st).into(),
                         next_pid: nx as i32,
+                        prev_comm: comm(layouts.switch_comms.as_ref().map(|c| &c.0)),
+                        next_comm: comm(layouts.switch_comms.as_ref().map(|c| &c.1)),
+                    },
+                    _ => Kind::Other { name: Rc::clone(n) },
+                }
+            }
+            _ if layouts.rename.as_ref().is_some_and(|x| x.0 == id) => {
+                let Some((_, pid_field, newcomm)) = &layouts.rename else {
+                    unreachable!("checked above");
+                };
+                // Without a pid field, the event renames its own task.
+                match pid_field.as_ref().map_or(Some(pid as u64), |p| r.int(p)) {
+                    Some(p) => Kind::Rename {
+                        name: Rc::clone(n),
+                        pid: p as i32,
+                        comm: r.bytes(newcomm).and_then(|b| task_names.get(b)),
+                    },
+                    None => Kind::Other { name: Rc::clone(n) },
+                }
+            }
+            _ if layouts.exec.as_ref().is_some_and(|x| x.0 == id) => {
+                let Some((_, filename, pid)) = &layouts.exec else {
+                    unreachable!("checked above");
+                };
+                match (r.str(filename), r.int(pid)) {
+                    (Some(f), Some(p)) => Kind::Rename {
+                        name: Rc::clone(n),
+                        pid: p as i32,
+                        comm: exec_comm(f).and_then(|c| task_names.get(c)),
                     },
                     _ => Kind::Other { name: Rc::clone(n) },
                 }
             }
             _ => match &layouts.newtask {
-                Some((nid, child, flags)) if *nid == id => match (r.int(child), r.int(flags)) {
-                    (Some(c), Some(f)) => Kind::NewTask {
-                        name: Rc::clone(n),
-                        child: c as i32,
-                        thread: f & CLONE_THREAD != 0,
-                    },
-                    _ => Kind::Other { name: Rc::clone(n) },
-                },
+                Some((nid, child, flags, comm)) if *nid == id => {
+                    match (r.int(child), r.int(flags)) {
+                        (Some(c), Some(f)) => Kind::NewTask {
+                            name: Rc::clone(n),
+                            child: c as i32,
+                            thread: f & CLONE_THREAD != 0,
+                            comm: comm
+                                .as_ref()
+                                .and_then(|x| r.bytes(x))
+                                .and_then(|b| task_names.get(b)),
+                        },
+                        _ => Kind::Other { name: Rc::clone(n) },
+                    }
+                }
                 _ => Kind::Other { name: Rc::clone(n) },
             },
         })
@@ -991,8 +1120,24 @@ fn parse_event_line(line: &str) -> Option<Event> {
                 prev_pid: word("prev_pid=")?.parse().ok()?,
                 prev_state: word("prev_state=")?.into(),
                 next_pid: word("next_pid=")?.parse().ok()?,
+                prev_comm: between(body, "prev_comm=", " prev_pid="),
+                next_comm: between(body, "next_comm=", " next_pid="),
             }
         }
+        "task_rename" => Kind::Rename {
+            name: qualified(name).into(),
+            pid: match dec_field(body, "pid=") {
+                Some(p) => p as i32,
+                None => pid,
+            },
+            comm: between(body, "newcomm=", " oom_score_adj="),
+        },
+        "sched_process_exec" => Kind::Rename {
+            name: qualified(name).into(),
+            pid: dec_field(body, " pid=")? as i32,
+            comm: between(body, "filename=", " pid=")
+                .and_then(|f| exec_comm(f.as_bytes()).map(|c| String::from_utf8_lossy(c).into())),
+        },
         "task_newtask" => {
             let child = dec_field(body, "pid=")?;
             let flags = u64::from_str_radix(
@@ -1007,6 +1152,7 @@ fn parse_event_line(line: &str) -> Option<Event> {
                 name: qualified(name).into(),
                 child: child as i32,
                 thread: flags & CLONE_THREAD != 0,
+                comm: between(body, " comm=", " clone_flags="),
             }
         }
         n => Kind::Other {
@@ -1021,6 +1167,17 @@ fn parse_event_line(line: &str) -> Option<Event> {
         comm: Some(comm.into()),
         kind,
     })
+}
+
+/// The text of `body` from after `start` to `end` (or to its end when `end` is not
+/// there): a task name, which may hold spaces; `None` when empty or `start` is not there.
+fn between(body: &str, start: &str, end: &str) -> Option<Rc<str>> {
+    let rest = &body[body.find(start)? + start.len()..];
+    let v = match rest.find(end) {
+        Some(i) => &rest[..i],
+        None => rest.trim_end(),
+    };
+    (!v.is_empty()).then(|| v.into())
 }
 
 /// The kernel escapes control bytes and `\` in paths as `\ooo`.
@@ -1249,5 +1406,154 @@ CPU:0 [LOST 7 EVENTS]
         // A kernel-half address: the high half sign-extended below the index.
         let f = decode_packed_frames(&[7, 0], &[0x1100, 0x8100_1234, 0, 0xffff_ffff], 1, true);
         assert_eq!(f[1], frame(0xffff_ffff_8100_1234, Some(0)));
+    }
+
+    #[test]
+    fn task_names_from_the_text() {
+        let line = |body: &str| {
+            parse_event_line(&format!("     a b-7     [000] .....    1.000001: {body}"))
+                .unwrap()
+                .kind
+        };
+        let Kind::Switch {
+            prev_comm,
+            next_comm,
+            ..
+        } = line(
+            "sched_switch: prev_comm=my task prev_pid=7 prev_prio=120 prev_state=S ==> \
+             next_comm=kworker/0:1 next_pid=10 next_prio=120",
+        )
+        else {
+            panic!("a switch");
+        };
+        assert_eq!(
+            (prev_comm.as_deref(), next_comm.as_deref()),
+            (Some("my task"), Some("kworker/0:1"))
+        );
+        assert_eq!(
+            line("task_rename: pid=8 oldcomm=sh newcomm=worker one oom_score_adj=0"),
+            Kind::Rename {
+                name: "task:task_rename".into(),
+                pid: 8,
+                comm: Some("worker one".into())
+            }
+        );
+        // A kernel whose task_rename has no pid renames the event's own task.
+        assert_eq!(
+            line("task_rename: oldcomm=sh newcomm=w oom_score_adj=0"),
+            Kind::Rename {
+                name: "task:task_rename".into(),
+                pid: 7,
+                comm: Some("w".into())
+            }
+        );
+        assert_eq!(
+            line("sched_process_exec: filename=/usr/bin/a-rather-long-name pid=9 old_pid=9"),
+            Kind::Rename {
+                name: "sched:sched_process_exec".into(),
+                pid: 9,
+                comm: Some("a-rather-long-n".into())
+            }
+        );
+        assert_eq!(
+            line("sched_process_exec: filename=/dev/fd/3 pid=9 old_pid=9"),
+            Kind::Rename {
+                name: "sched:sched_process_exec".into(),
+                pid: 9,
+                comm: None
+            }
+        );
+        let Kind::NewTask { comm, child, .. } =
+            line("task_newtask: pid=11 comm=b c clone_flags=3d0f00 oom_score_adj=0")
+        else {
+            panic!("a new task");
+        };
+        assert_eq!((child, comm.as_deref()), (11, Some("b c")));
+        assert_eq!(exec_comm(b"/dev/fd/3/prog"), Some(&b"prog"[..]));
+        assert_eq!(exec_comm(b"prog"), Some(&b"prog"[..]));
+    }
+
+    /// task_rename and sched_process_exec records of trace.dat, through the formats the
+    /// kernel prints for them (v6.dat's file, the two formats added).
+    #[test]
+    fn task_names_from_trace_dat_records() {
+        let bytes = include_bytes!("../tests/fixtures/v6.dat");
+        let mut t = TraceDat::parse(bytes).unwrap();
+        let rename = "name: task_rename\nID: 900\nformat:\n\
+            \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+            \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+            \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+            \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+            \tfield:pid_t pid;\toffset:8;\tsize:4;\tsigned:1;\n\
+            \tfield:char oldcomm[16];\toffset:12;\tsize:16;\tsigned:0;\n\
+            \tfield:char newcomm[16];\toffset:28;\tsize:16;\tsigned:0;\n\
+            \tfield:short oom_score_adj;\toffset:44;\tsize:2;\tsigned:1;\n\n\
+            print fmt: \"pid=%d oldcomm=%s newcomm=%s\", REC->pid, REC->oldcomm, REC->newcomm\n";
+        let exec = "name: sched_process_exec\nID: 901\nformat:\n\
+            \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+            \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+            \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+            \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+            \tfield:__data_loc char[] filename;\toffset:8;\tsize:4;\tsigned:0;\n\
+            \tfield:pid_t pid;\toffset:12;\tsize:4;\tsigned:1;\n\
+            \tfield:pid_t old_pid;\toffset:16;\tsize:4;\tsigned:1;\n\n\
+            print fmt: \"filename=%s pid=%d old_pid=%d\", __get_str(filename), REC->pid, REC->old_pid\n";
+        for (system, text) in [("task", rename), ("sched", exec)] {
+            let f = Format::parse(system, text.as_bytes()).unwrap();
+            t.formats.insert(f.id, f);
+        }
+        let layouts = Layouts::new(&t.formats).unwrap();
+        let names: HashMap<u16, Rc<str>> = t
+            .formats
+            .iter()
+            .map(|(id, f)| (*id, Rc::from(f.full_name())))
+            .collect();
+        let mut task_names = TaskNames::default();
+        let mut decode = |rec: &[u8]| {
+            let mut bad = 0;
+            let e = decode_event(
+                &layouts,
+                &names,
+                &HashMap::new(),
+                &mut task_names,
+                Endian::Little,
+                0,
+                1,
+                rec,
+                &mut bad,
+            );
+            assert_eq!(bad, 0);
+            e.unwrap().kind
+        };
+        let mut r = vec![0u8; 48];
+        r[..2].copy_from_slice(&900u16.to_le_bytes());
+        r[4..8].copy_from_slice(&7i32.to_le_bytes());
+        r[8..12].copy_from_slice(&8i32.to_le_bytes());
+        r[12..14].copy_from_slice(b"sh");
+        r[28..34].copy_from_slice(b"worker");
+        assert_eq!(
+            decode(&r),
+            Kind::Rename {
+                name: "task:task_rename".into(),
+                pid: 8,
+                comm: Some("worker".into())
+            }
+        );
+        let path = b"/usr/bin/prog\0";
+        let mut r = vec![0u8; 20];
+        r[..2].copy_from_slice(&901u16.to_le_bytes());
+        r[4..8].copy_from_slice(&9i32.to_le_bytes());
+        let loc = ((path.len() as u32) << 16) | 20;
+        r[8..12].copy_from_slice(&loc.to_le_bytes());
+        r[12..16].copy_from_slice(&9i32.to_le_bytes());
+        r.extend_from_slice(path);
+        assert_eq!(
+            decode(&r),
+            Kind::Rename {
+                name: "sched:sched_process_exec".into(),
+                pid: 9,
+                comm: Some("prog".into())
+            }
+        );
     }
 }

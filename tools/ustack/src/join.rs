@@ -231,6 +231,13 @@ pub struct Joiner {
     pub kernel_threads: bool,
     /// Those samples, by task, until the trace switches it in again.
     kthreads_out: HashMap<i32, Sample>,
+    /// The name the trace last gave each task (sched_switch, task_rename, exec,
+    /// task_newtask), and whether task_newtask gave it.
+    names: HashMap<i32, (Rc<str>, bool)>,
+    /// The trace records the tasks' renames (task_rename or sched_process_exec is among its
+    /// events): a name holds until the next one it records. Set by the reader from the
+    /// trace's formats, and on the first such event.
+    pub renames_recorded: bool,
 }
 
 impl Joiner {
@@ -244,15 +251,64 @@ impl Joiner {
         self.tgids.get(&pid).copied().unwrap_or(pid)
     }
 
+    /// The name of task `pid` now, as the trace gave it last: by the task's own
+    /// sched_switch (`prev_comm` out, `next_comm` in), task_rename or exec; by
+    /// task_newtask only when the trace records renames (an exec right after the fork
+    /// renames the task). `None` when the trace gave it none.
+    fn name(&self, pid: i32) -> Option<Rc<str>> {
+        match self.names.get(&pid) {
+            Some((n, forked)) if !forked || self.renames_recorded => Some(Rc::clone(n)),
+            _ => None,
+        }
+    }
+
+    /// The names event `e` gives tasks, taken before the event is: an event's sample has
+    /// the name its task had then.
+    fn take_names(&mut self, e: &Event) {
+        match &e.kind {
+            Kind::Switch {
+                prev_pid,
+                next_pid,
+                prev_comm,
+                next_comm,
+                ..
+            } => {
+                for (pid, comm) in [(prev_pid, prev_comm), (next_pid, next_comm)] {
+                    // The idle task is swapper/N on each CPU.
+                    if let (Some(c), true) = (comm, *pid != 0) {
+                        self.names.insert(*pid, (Rc::clone(c), false));
+                    }
+                }
+            }
+            Kind::NewTask {
+                child,
+                comm: Some(c),
+                ..
+            } => {
+                self.names.insert(*child, (Rc::clone(c), true));
+            }
+            Kind::Rename { pid, comm, .. } => {
+                self.renames_recorded = true;
+                match comm {
+                    Some(c) => self.names.insert(*pid, (Rc::clone(c), false)),
+                    None => self.names.remove(pid),
+                };
+            }
+            _ => {}
+        }
+    }
+
     /// A sample of task `e.pid` at event `e`, for `event` and `cookie`: no frames yet, not
-    /// complete, no switch, a user task's.
+    /// complete, no switch, a user task's. Its name is the one the trace gave the task
+    /// last ([`Joiner::name`]), else the file's for the pid (trace.dat's saved_cmdlines,
+    /// the text's column).
     fn sample(&self, e: &Event, event: Rc<str>, cookie: u64, seq: usize) -> Sample {
         Sample {
             ts: e.ts,
             cpu: e.cpu,
             pid: e.pid,
             tgid: self.tgids.get(&e.pid).copied(),
-            comm: e.comm.clone(),
+            comm: self.name(e.pid).or_else(|| e.comm.clone()),
             event,
             cookie,
             frames: Vec::new(),
@@ -331,6 +387,7 @@ impl Joiner {
         cpu.n += 1;
         let n = cpu.n;
         let mut kseq = None;
+        self.take_names(&e);
         // A switch out that no cookie took: the cookie of its task right after it takes
         // it (a user task's); else, with its kernel stack, it is a kernel thread's.
         if let Some(ks) = cpu.kswitch.take() {
@@ -374,6 +431,11 @@ impl Joiner {
                 Some(name) if e.pid == pid => {
                     taken = true;
                     kseq = Some(seq);
+                    // The name at its trigger, which came after the cookie.
+                    let comm = self.name(pid);
+                    if let (Some(w), Some(c)) = (self.waiting.get_mut(&seq), comm) {
+                        w.s.comm = Some(c);
+                    }
                     if let Kind::Switch {
                         prev_pid,
                         prev_state,
@@ -392,13 +454,14 @@ impl Joiner {
             self.tgids.insert(e.pid, t);
         }
         match &e.kind {
-            Kind::Other { .. } | Kind::KernelStack { .. } => {}
+            Kind::Other { .. } | Kind::KernelStack { .. } | Kind::Rename { .. } => {}
             // A task switched in: its sample's off-CPU time ends.
             Kind::Switch {
                 name,
                 prev_pid,
                 prev_state,
                 next_pid,
+                ..
             } => {
                 if let Some((ts, seq)) = self.switched_out.remove(next_pid) {
                     if let Some(w) = self.waiting.get_mut(&seq) {
@@ -1319,6 +1382,8 @@ mod tests {
                 prev_pid: prev,
                 prev_state: state.into(),
                 next_pid: next,
+                prev_comm: None,
+                next_comm: None,
             },
         )
     }
@@ -1373,5 +1438,108 @@ mod tests {
         // Without kernel_threads, none.
         let (s, _) = join(&events);
         assert!(s.iter().all(|s| !s.kthread));
+    }
+
+    /// A switch with the tasks' names, as the trace has them.
+    fn named_switch(ts: u64, prev: (i32, &str), state: &str, next: (i32, &str)) -> Event {
+        ev(
+            ts,
+            0,
+            prev.0,
+            Kind::Switch {
+                name: "sched:sched_switch".into(),
+                prev_pid: prev.0,
+                prev_state: state.into(),
+                next_pid: next.0,
+                prev_comm: Some(prev.1.into()),
+                next_comm: Some(next.1.into()),
+            },
+        )
+    }
+
+    #[test]
+    fn a_sample_has_its_tasks_name_at_its_event() {
+        let rename = |ts, pid, comm: Option<&str>| {
+            ev(
+                ts,
+                0,
+                pid,
+                Kind::Rename {
+                    name: "task:task_rename".into(),
+                    pid,
+                    comm: comm.map(Rc::from),
+                },
+            )
+        };
+        let newtask = |ts, pid, child, comm: &str| {
+            ev(
+                ts,
+                0,
+                pid,
+                Kind::NewTask {
+                    name: "task:task_newtask".into(),
+                    child,
+                    thread: false,
+                    comm: Some(comm.into()),
+                },
+            )
+        };
+        let events = vec![
+            // Task 42 switched in as "sh": its sys_enter is sh's.
+            named_switch(1, (0, "swapper/0"), "R", (42, "sh")),
+            other(2, 0, 42),
+            cookie(3, 0, 42, 0x10),
+            // It execs (renamed through task_rename), then blocks as "prog".
+            rename(4, 42, Some("prog")),
+            other(5, 0, 42),
+            cookie(6, 0, 42, 0x11),
+            named_switch(7, (42, "prog"), "S", (0, "swapper/0")),
+            cookie(8, 0, 42, 0x12),
+            // Its child 43, a new task named after it; an exec of a file descriptor
+            // (no name told): the file's name for the pid then.
+            newtask(9, 42, 43, "prog"),
+            other(10, 0, 43),
+            cookie(11, 0, 43, 0x13),
+            rename(12, 43, None),
+            other(13, 0, 43),
+            cookie(14, 0, 43, 0x14),
+        ];
+        let (s, _) = join(&events);
+        let names: Vec<(i32, &str)> = s
+            .iter()
+            .map(|s| (s.pid, s.comm.as_deref().unwrap_or("")))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (42, "sh"),
+                (42, "prog"),
+                (42, "prog"),
+                (43, "prog"),
+                (43, "t")
+            ]
+        );
+        // Without the renames recorded, a new task's name is its parent's only until an
+        // exec the trace does not show: not taken. The switches' names are.
+        let events = vec![
+            newtask(1, 42, 43, "parent"),
+            other(2, 0, 43),
+            cookie(3, 0, 43, 0x10),
+            named_switch(4, (43, "child"), "S", (0, "swapper/0")),
+            cookie(5, 0, 43, 0x11),
+        ];
+        let (s, _) = join(&events);
+        let names: Vec<&str> = s.iter().map(|s| s.comm.as_deref().unwrap_or("")).collect();
+        assert_eq!(names, ["t", "child"]);
+        // With them recorded (trace.dat's formats say so), it is.
+        let mut j = Joiner::new();
+        j.renames_recorded = true;
+        let mut got = Vec::new();
+        for e in &events {
+            j.push(e.clone(), &mut |s| got.push(s));
+        }
+        j.finish(&mut |s| got.push(s));
+        got.sort_by_key(|s| s.seq);
+        assert_eq!(got[0].comm.as_deref(), Some("parent"));
     }
 }

@@ -92,6 +92,10 @@ pub struct Summary {
     pub not_a_trace: Option<String>,
     /// The instances of the file that were not read.
     pub other_instances: Vec<String>,
+    /// The file ends inside its event data: it was cut short.
+    pub cut: bool,
+    /// The times are the time of day (`trace-cmd record --date`).
+    pub wall_clock: bool,
 }
 
 impl Iterator for Source<'_> {
@@ -118,6 +122,18 @@ impl<'a> Source<'a> {
         match self {
             Source::Dat(d) => d.t.kallsyms.clone(),
             Source::Text(_) => kallsyms::Kallsyms::default(),
+        }
+    }
+
+    /// Does the trace record the tasks' renames (trace.dat's formats hold task_rename or
+    /// sched_process_exec)? The text does not say: false.
+    pub fn records_renames(&self) -> bool {
+        match self {
+            Source::Dat(d) => {
+                d.t.format_named("task", "task_rename").is_some()
+                    || d.t.format_named("sched", "sched_process_exec").is_some()
+            }
+            Source::Text(_) => false,
         }
     }
 
@@ -148,6 +164,8 @@ impl<'a> Source<'a> {
                     .filter(|i| Some(*i) != d.t.instance.as_ref())
                     .cloned()
                     .collect(),
+                cut: d.t.cut,
+                wall_clock: d.t.date,
             },
             Source::Text(t) => Summary {
                 clock: t.info.clock.clone(),
@@ -163,6 +181,8 @@ impl<'a> Source<'a> {
                     )
                 }),
                 other_instances: Vec::new(),
+                cut: false,
+                wall_clock: false,
             },
         }
     }

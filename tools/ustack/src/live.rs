@@ -301,7 +301,7 @@ mod tests {
                 (id, f)
             })
             .collect();
-        let d = PageDecoder::new(&formats, HDR, Endian::Little, &HashMap::new()).unwrap();
+        let mut d = PageDecoder::new(&formats, HDR, 4096, Endian::Little, &HashMap::new()).unwrap();
         let mut a = PageAssembler::new(4096);
         let mut seen = Vec::new();
         let mut bad = 0;

@@ -74,7 +74,8 @@ Finding the files (the paths are the traced machine's):
 
 Filters (repeatable; a sample passes if it matches one of each kind given):
   --pid PID  --comm COMM  --event NAME (system:event or event; the report has a
-                       section per event)
+                       section per event; COMM is the name at the sample: the trace's
+                       sched_switch, exec and rename events, else saved_cmdlines)
   --tgid TGID          the threads of a process (from task:task_newtask events or the
                        text's tgid column; a task not created in the trace is its own)
   --cpu CPUS           the CPU of the sample's event: 0,2-3
@@ -742,6 +743,7 @@ fn read_trace(
     }
     let mut joiner = join::Joiner::new();
     joiner.kernel_threads = select.off_cpu.is_some_and(|o| o.kernel_threads);
+    joiner.renames_recorded = src.records_renames();
     let mut agg = Aggregator::new(filter.clone());
     agg.keep_times = keep_times;
     agg.view = select.view;
@@ -877,7 +879,8 @@ fn run(a: Args) -> Result<bool> {
         b.profile(&mut sym, a.lines)
     });
     sym.kallsyms = kallsyms;
-    let p = agg.profile(&mut sym, a.lines);
+    let mut p = agg.profile(&mut sym, a.lines);
+    p.wall_clock = summary.wall_clock;
     // The counts are in the profile now: their memory is the outputs'.
     drop(agg);
     progress.done();
@@ -1050,7 +1053,12 @@ fn run(a: Args) -> Result<bool> {
             ustack::stacks::TIMES_MAX
         );
     }
-    if seen == 0 {
+    if seen == 0 && summary.cut {
+        eprintln!(
+            "ustack: {}: no user stacks in what the file holds: it is cut short (truncated inside its event data: a partial copy, or a recording that did not finish), and the part there has no user_unwind_cookie event",
+            escape(&name)
+        );
+    } else if seen == 0 {
         eprintln!(
             "ustack: {}: no user stacks: the trace has no user_unwind_cookie event (was the module loaded and its events recorded?)",
             escape(&name)

@@ -28,9 +28,12 @@ pub enum Missed {
 
 /// Walk the events of one sub-buffer, calling `f(timestamp, data)` for each data event.
 /// Returns what was lost before the page. A malformed event ends the page with an error;
-/// the events before it have been delivered.
+/// the events before it have been delivered. A page shorter than `page_size` whose
+/// commit reaches past its end is the last of a file cut short: its events up to the cut
+/// are delivered, then the cut is the error.
 pub fn parse_page<'a>(
     page: &'a [u8],
+    page_size: usize,
     hdr: &PageHeader,
     endian: Endian,
     mut f: impl FnMut(u64, &'a [u8]),
@@ -43,7 +46,19 @@ pub fn parse_page<'a>(
         .get(hdr.commit_offset..)
         .and_then(|b| endian.uint(b, hdr.commit_size))
         .ok_or_else(|| bad("no commit word", hdr.commit_offset))?;
-    let size = (commit & COMMIT_MASK) as usize;
+    let full = (commit & COMMIT_MASK) as usize;
+    let have = page.len().saturating_sub(hdr.data_offset);
+    let cut = full > have && page.len() < page_size;
+    let size = if cut { have } else { full };
+    let cut_error = || {
+        bad(
+            &format!(
+                "cut short: the file ends {have} bytes into the page's {full} bytes of events; \
+                 the events before the cut were read"
+            ),
+            hdr.data_offset + have,
+        )
+    };
     let data = page
         .get(hdr.data_offset..)
         .and_then(|d| d.get(..size))
@@ -64,7 +79,13 @@ pub fn parse_page<'a>(
         data.get(at..at + 4)
             .and_then(|b| endian.uint(b, 4))
             .map(|v| v as u32)
-            .ok_or_else(|| bad("event header beyond the commit", hdr.data_offset + at))
+            .ok_or_else(|| {
+                if cut {
+                    cut_error()
+                } else {
+                    bad("event header beyond the commit", hdr.data_offset + at)
+                }
+            })
     };
     let mut at = 0usize;
     while at < size {
@@ -107,11 +128,17 @@ pub fn parse_page<'a>(
         let end = start
             .checked_add(len)
             .ok_or_else(|| bad("event length", at))?;
-        let ev = data
-            .get(start..end)
-            .ok_or_else(|| bad("event beyond the commit", hdr.data_offset + at))?;
+        let Some(ev) = data.get(start..end) else {
+            if cut {
+                return Err(cut_error());
+            }
+            return Err(bad("event beyond the commit", hdr.data_offset + at));
+        };
         f(ts, ev);
         at = end;
+    }
+    if cut {
+        return Err(cut_error());
     }
     Ok(missed)
 }
@@ -150,7 +177,9 @@ pub(crate) mod tests {
 
     fn collect(p: &[u8]) -> (Result<Missed>, Vec<(u64, Vec<u8>)>) {
         let mut v = Vec::new();
-        let r = parse_page(p, &HDR, Endian::Little, |ts, d| v.push((ts, d.to_vec())));
+        let r = parse_page(p, 4096, &HDR, Endian::Little, |ts, d| {
+            v.push((ts, d.to_vec()))
+        });
         (r, v)
     }
 
@@ -197,6 +226,32 @@ pub(crate) mod tests {
         assert_eq!(collect(&p).0, Ok(Missed::Count(42)));
         p[8..16].copy_from_slice(&(8 | MISSED_EVENTS).to_le_bytes());
         assert_eq!(collect(&p).0, Ok(Missed::Unknown));
+    }
+
+    #[test]
+    fn a_page_cut_by_the_end_of_the_file_gives_its_events_before_the_cut() {
+        let p = page(
+            0,
+            &[(1, &[1, 2, 3, 4]), (1, &[5, 6, 7, 8]), (1, &[9; 8])],
+            4096,
+        );
+        // Cut inside the third event, then inside the second's header: what is whole is
+        // read, then the cut is the error.
+        for (len, n) in [(16 + 8 + 8 + 6, 2), (16 + 8 + 2, 1), (16, 0)] {
+            let (r, v) = collect(&p[..len]);
+            assert_eq!(v.len(), n, "cut at {len}");
+            let e = r.unwrap_err();
+            assert!(e.msg.contains("cut short"), "{e}");
+        }
+        // Cut after the commit: nothing is missing.
+        let (r, v) = collect(&p[..16 + 8 + 8 + 12 + 4]);
+        assert_eq!((r, v.len()), (Ok(Missed::None), 3));
+        // A whole page whose commit claims more than it holds is damage, not a cut.
+        let mut q = p.clone();
+        q[8..16].copy_from_slice(&5000u64.to_le_bytes());
+        let (r, v) = collect(&q);
+        assert!(r.unwrap_err().msg.contains("commit beyond the page"));
+        assert!(v.is_empty());
     }
 
     #[test]

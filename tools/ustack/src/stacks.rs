@@ -829,7 +829,6 @@ impl Aggregator {
                 .or_default();
             e.0 += count;
             e.1 += nsamples;
-            p.comms.insert(raw.pid, comm);
         }
         p.entries = entries
             .into_iter()
@@ -943,7 +942,6 @@ pub struct Profile {
     pub label_text: Vec<u32>,
     /// Most frequent first.
     pub entries: Vec<Entry>,
-    pub comms: HashMap<i32, Rc<str>>,
     pub frames: Vec<PFrame>,
     pub raw: Vec<RawEntry>,
     /// The samples' value in all: their count, or off-CPU nanoseconds.
@@ -952,6 +950,9 @@ pub struct Profile {
     pub off_cpu: bool,
     pub first_ts: u64,
     pub last_ts: u64,
+    /// The times are the time of day (the trace maps its clock to it: `trace-cmd record
+    /// --date`), not a clock's count from boot.
+    pub wall_clock: bool,
     /// Every raw entry has its samples' times.
     pub times: bool,
     /// Frames of the samples kept, and those nothing named (shown as `file+0xoffset`).

@@ -332,8 +332,13 @@ impl Top {
             tids.extend(crate::record::threads(p));
         }
         let layout = tracefs::layout(&root, &events)?;
-        let mut decoder =
-            PageDecoder::new(&layout.formats, layout.header, native(), &HashMap::new())?;
+        let mut decoder = PageDecoder::new(
+            &layout.formats,
+            layout.header,
+            layout.page_size,
+            native(),
+            &HashMap::new(),
+        )?;
         decoder.comms = saved_cmdlines(&root);
         let kallsyms = if self.kernel {
             crate::kallsyms::Kallsyms::parse(&std::fs::read("/proc/kallsyms").unwrap_or_default())

@@ -73,6 +73,8 @@ pub struct TraceDat {
     /// option's (`trace-cmd record --date`: microseconds from the trace clock to the time
     /// of day) and the OFFSET option's (`--ts-offset`).
     pub ts_offset: i64,
+    /// The DATE option was there: the timestamps (with `ts_offset`) are the time of day.
+    pub date: bool,
     pub header: PageHeader,
     pub formats: HashMap<u16, Format>,
     /// The format files as stored (system, text), `header_page` first, for writers.
@@ -90,6 +92,9 @@ pub struct TraceDat {
     pub instance: Option<String>,
     /// The traced kernel's `/proc/kallsyms`, for `kernel_stack` events.
     pub kallsyms: crate::kallsyms::Kallsyms,
+    /// The file ends inside its event data: it was cut short (a copy or a recording that
+    /// did not finish).
+    pub cut: bool,
 }
 
 /// Does `bytes` start like a trace.dat?
@@ -178,6 +183,7 @@ impl TraceDat {
             compression: None,
             clock: None,
             ts_offset: 0,
+            date: false,
             header: PageHeader {
                 commit_offset: 8,
                 commit_size: 8,
@@ -192,6 +198,7 @@ impl TraceDat {
             instances: Vec::new(),
             instance: instance.map(str::to_string),
             kallsyms: Default::default(),
+            cut: false,
         }
     }
 
@@ -343,18 +350,43 @@ impl TraceDat {
         for cpu in 0..cpus {
             let offset = c.u64("cpu data offset")?;
             let size = c.u64("cpu data size")?;
-            match slice(bytes, offset, size) {
-                Ok(_) => self.cpus.push(CpuData {
-                    cpu,
-                    src: CpuSource::Plain {
-                        off: offset,
-                        len: size,
-                    },
-                }),
+            match self.plain(bytes, cpu, offset, size) {
+                Ok(src) => self.cpus.push(CpuData { cpu, src }),
                 Err(e) => self.damage.push(e.context(&format!("CPU {cpu}"))),
             }
         }
         Ok(())
+    }
+
+    /// One CPU's pages as they are, at `off`, `size` bytes. A file cut short inside them
+    /// keeps what it holds (its last page partial, read up to the cut) and says so in
+    /// `damage` and `cut`.
+    fn plain(&mut self, bytes: &[u8], cpu: u32, off: u64, size: u64) -> Result<CpuSource> {
+        let have = bytes.len() as u64;
+        if off.checked_add(size).is_some_and(|end| end <= have) {
+            return Ok(CpuSource::Plain { off, len: size });
+        }
+        self.cut = true;
+        if off >= have {
+            return Err(Error::at(
+                format!(
+                    "the file is cut short: its {size} bytes of event data start beyond its \
+                     end ({have} bytes)"
+                ),
+                off,
+            ));
+        }
+        let len = have - off;
+        self.damage.push(
+            Error::at(
+                format!(
+                "the file is cut short: {len} of its {size} bytes of event data are in the file"
+            ),
+                off,
+            )
+            .context(&format!("CPU {cpu}")),
+        );
+        Ok(CpuSource::Plain { off, len })
     }
 
     fn option_v6(&mut self, id: u16, data: &[u8]) {
@@ -379,6 +411,7 @@ impl TraceDat {
             return;
         };
         let v = if id == OPT_DATE {
+            self.date = true;
             v.saturating_mul(1000)
         } else {
             v
@@ -529,7 +562,7 @@ impl TraceDat {
                 let cpu = bc.u32("cpu id")?;
                 let off = bc.u64("cpu data offset")?;
                 let size = bc.u64("cpu data size")?;
-                match self.cpu_data(bytes, off, size, compressed) {
+                match self.cpu_data(bytes, cpu, off, size, compressed) {
                     Ok(src) => self.cpus.push(CpuData { cpu, src }),
                     Err(e) => self.damage.push(e.context(&format!("CPU {cpu}"))),
                 }
@@ -559,13 +592,13 @@ impl TraceDat {
     fn cpu_data(
         &mut self,
         bytes: &[u8],
+        cpu: u32,
         off: u64,
         size: u64,
         compressed: bool,
     ) -> Result<CpuSource> {
         if !compressed {
-            slice(bytes, off, size)?;
-            return Ok(CpuSource::Plain { off, len: size });
+            return self.plain(bytes, cpu, off, size);
         }
         let mut c = cursor_at(bytes, off, self.endian, "CPU data")?;
         let count = c.u32("chunk count")?;

@@ -206,3 +206,39 @@ fn the_footer_clears_the_root_and_inverted_is_an_icicle() {
     assert_eq!(out.status.code(), Some(2));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Without a browser (an `<img>` shows no script's work): the labels of kstack.dat's
+/// kernel and user frames drop the `_[k]` / `_[i]` marks, the tooltips keep them, and a
+/// title too long for the room between the buttons is cut there, whole in its tooltip.
+#[test]
+fn labels_drop_the_marks_and_a_long_title_is_cut() {
+    let d = tmpdir("marks");
+    let long = d.join(format!("{}.dat", "a-long-name".repeat(12)));
+    std::fs::copy(common::fixture("kstack.dat"), &long).unwrap();
+    let (svg, _) = common::ustack_ok(&["-q", "--svg", "-", long.to_str().unwrap()]);
+    let frames: Vec<&str> = svg.split("<g class=\"f\"").skip(1).collect();
+    let mut marked = 0;
+    for g in &frames {
+        let title = &g[g.find("<title>").unwrap() + 7..g.find("</title>").unwrap()];
+        let label = &g[g.find("<text").unwrap()..g.find("</text>").unwrap()];
+        assert!(
+            !label.contains("_[k]") && !label.contains("_[i]"),
+            "{label}"
+        );
+        marked += usize::from(title.contains("_[k]"));
+    }
+    assert!(marked > 10, "{marked} tooltips with _[k]");
+    assert!(svg.contains(">__schedule</text>"), "a kernel frame's label");
+    // The title: "ustack: PATH" is cut to 106 characters of 15 px at 1200 pixels.
+    let full = format!("ustack: {}", long.display());
+    let t = svg.find("<text id=\"title\"").unwrap();
+    let shown = &svg[svg[t..].find('>').unwrap() + t + 1..t + svg[t..].find("</text>").unwrap()];
+    assert_eq!(shown.chars().count(), 106, "{shown}");
+    assert!(
+        shown.ends_with("..") && full.starts_with(&shown[..104]),
+        "{shown}"
+    );
+    assert!(svg.contains(&format!("<title>{full}</title>")));
+    assert!(svg.contains(&format!("data-full=\"{full}\"")));
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -3,7 +3,7 @@
 //! Outputs other tools read: perf script's text (read back by its documented shape, and
 //! folded by stackcollapse-perf.pl's Rust port inferno-collapse-perf, or the script itself
 //! in $STACKCOLLAPSE_PERF, into ustack's own folded stacks), and pprof's sample labels,
-//! `has_functions` and sample times.
+//! mappings (the main binary first, `has_functions`) and sample times.
 
 mod common;
 
@@ -420,15 +420,37 @@ fn pprof_of(t: &std::path::Path) -> (pprof::Msg, Vec<String>) {
 fn pprof_labels_and_has_functions() {
     let t = fixture("v7-zstd.dat");
     let (f, strings) = pprof_of(&t);
-    // Nothing named: no mapping says has_functions, no location has a line, so pprof
-    // may symbolize them all.
+    // Nothing named: each location has one line, its frame's name in the other outputs
+    // (file+0xoffset), so every mapping says has_functions (pprof does not symbolize it
+    // again), and none has file names, line numbers or inlined functions.
     assert!(!f.msgs("mapping").is_empty());
     for m in f.msgs("mapping") {
-        assert_eq!(m.int("has_functions"), 0);
+        assert_eq!(m.int("has_functions"), 1);
+        assert_eq!(m.int("has_filenames"), 0);
+        assert_eq!(m.int("has_line_numbers"), 0);
+        assert_eq!(m.int("has_inline_frames"), 0);
     }
+    let function_names: BTreeMap<i64, String> = f
+        .msgs("function")
+        .iter()
+        .map(|x| (x.int("id"), strings[x.int("name") as usize].clone()))
+        .collect();
     for l in f.msgs("location") {
-        assert!(l.msgs("line").is_empty());
+        let lines = l.msgs("line");
+        assert_eq!(lines.len(), 1);
+        let name = &function_names[&lines[0].int("function_id")];
+        let (file, off) = name.rsplit_once("+0x").unwrap();
+        assert_eq!(
+            i64::from_str_radix(off, 16).unwrap(),
+            l.int("address"),
+            "{name}"
+        );
+        assert!(!file.is_empty(), "{name}");
     }
+    // The main binary first: uu_chain has 20 of the 24 samples.
+    let first = f.msgs("mapping")[0];
+    assert_eq!(strings[first.int("filename") as usize], "/usr/bin/uu_chain");
+    assert_eq!(first.int("id"), 1);
     // The event, comm and pid are labels of each sample, not frames.
     let mut by_task: BTreeMap<(String, String, i64), i64> = BTreeMap::new();
     for s in f.msgs("sample") {
@@ -452,7 +474,8 @@ fn pprof_labels_and_has_functions() {
 
 #[test]
 fn pprof_sample_times_are_the_trace_times() {
-    pprof_times("v7-zstd");
+    // The clock counts from boot: no date, time_nanos is not given.
+    assert_eq!(pprof_times("v7-zstd"), 0);
 }
 
 #[test]
@@ -463,8 +486,8 @@ fn pprof_sample_times_are_the_time_of_day_with_date() {
     assert!(t > 1_600_000_000_000_000_000, "{t}");
 }
 
-/// Checks the pprof times of recording `name` against its trace-cmd report; returns
-/// time_nanos.
+/// Checks the pprof times of recording `name` against its trace-cmd report: time_nanos
+/// its first sample's, or 0; returns time_nanos.
 fn pprof_times(name: &str) -> i64 {
     // Ground truth: trace-cmd report's time of every cookie of the recording (a sample's
     // time is its cookie's), in microseconds (rounded to the nearest), per task.
@@ -497,6 +520,7 @@ fn pprof_times(name: &str) -> i64 {
     // Every event is a sample of its own, its time a numeric label in nanoseconds.
     let mut ours: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     let mut last = 0;
+    let mut first = i64::MAX;
     for s in f.msgs("sample") {
         assert_eq!(s.ints("value"), [1]);
         let labels = pprof::labels(s, &strings);
@@ -506,6 +530,7 @@ fn pprof_times(name: &str) -> i64 {
         let t = time[0].1;
         assert!(t >= time_nanos);
         last = last.max(t);
+        first = first.min(t);
         let task = format!("{}-{}", labels["comm"][0].0, labels["pid"][0].1);
         ours.entry(task).or_default().push((t + 500) / 1000);
     }
@@ -515,12 +540,13 @@ fn pprof_times(name: &str) -> i64 {
     assert_eq!(ours, truth);
     assert_eq!(
         duration,
-        last - time_nanos,
+        last - first,
         "duration_nanos: the first sample to the last"
     );
     assert_eq!(
-        (time_nanos + 500) / 1000,
+        (first + 500) / 1000,
         *truth.values().flatten().min().unwrap()
     );
+    assert!(time_nanos == 0 || time_nanos == first, "{time_nanos}");
     time_nanos
 }

@@ -104,6 +104,83 @@ fn a_flipped_chunk_size_is_an_error_under_a_memory_limit() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// v6.dat cut inside CPU 1's only page (at 0x6000, after CPU 0's at 0x5000): the events
+/// that page holds up to the cut are read, each CPU's a prefix of what the whole file
+/// gives, all of them once the cut is past the page's commit; the damage says the file
+/// is cut short.
+#[test]
+fn a_file_cut_in_its_last_page_keeps_the_events_before_the_cut() {
+    let whole = std::fs::read(fixture("v6.dat")).unwrap();
+    let page = 0x6000;
+    assert_eq!(whole.len(), page + 4096, "v6.dat ends with CPU 1's page");
+    let commit = u64::from_le_bytes(whole[page + 8..page + 16].try_into().unwrap()) & 0x7ff_ffff;
+    let all = ustack::load(&whole).unwrap().events;
+    let of_cpu = |ev: &[ustack::events::Event], cpu: u32| -> Vec<ustack::events::Event> {
+        ev.iter().filter(|e| e.cpu == cpu).cloned().collect()
+    };
+    let (cpu0, cpu1) = (of_cpu(&all, 0), of_cpu(&all, 1));
+    assert!(cpu1.len() > 10, "{}", cpu1.len());
+    let mut last = 0;
+    for cut in (page + 16..=page + 16 + commit as usize).step_by(64) {
+        let l = ustack::load(&whole[..cut]).unwrap();
+        assert_eq!(of_cpu(&l.events, 0), cpu0, "cut at {cut}: CPU 0 whole");
+        let got = of_cpu(&l.events, 1);
+        assert_eq!(
+            got[..],
+            cpu1[..got.len()],
+            "cut at {cut}: a prefix of CPU 1"
+        );
+        assert!(
+            got.len() >= last,
+            "cut at {cut}: {} after {last}",
+            got.len()
+        );
+        last = got.len();
+        let d: Vec<String> = l.damage.iter().map(|e| e.to_string()).collect();
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(
+            d[0].starts_with("CPU 1: the file is cut short: ")
+                && d[0].contains(&format!("{} of its 4096 bytes", cut - page)),
+            "{d:?}"
+        );
+    }
+    // Past the first few events, and all of them at the commit's end.
+    assert!(
+        ustack::load(&whole[..page + 16 + commit as usize / 2])
+            .unwrap()
+            .events
+            .iter()
+            .any(|e| e.cpu == 1),
+        "half the page read"
+    );
+    let l = ustack::load(&whole[..page + 16 + commit as usize]).unwrap();
+    assert_eq!(of_cpu(&l.events, 1), cpu1);
+}
+
+/// A v6 file cut before any of its events: the hint says the file is cut short, not
+/// that the module's events were not recorded.
+#[test]
+fn a_cut_file_says_it_is_cut() {
+    let whole = std::fs::read(fixture("v6.dat")).unwrap();
+    let d = tmpdir("cut");
+    for (cut, what) in [
+        (0x5000 + 16, "16 of its 4096 bytes"),
+        (0x5000 - 100, "start beyond"),
+    ] {
+        let f = d.join("cut.dat");
+        std::fs::write(&f, &whole[..cut]).unwrap();
+        let (_, err, code) = ustack(&["--folded", "/dev/null", f.to_str().unwrap()]);
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.contains("no user stacks in what the file holds: it is cut short"),
+            "{err}"
+        );
+        assert!(!err.contains("was the module loaded"), "{err}");
+        assert!(err.contains(what), "{err}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn a_deep_stack_and_names_with_control_bytes() {
     // 30000 frames: the flame graph is drawn without recursion.

@@ -155,7 +155,7 @@ sched:sched_switch;sleeper;0xffffffffc0000010_[k];do_nanosleep_[k];schedule_[k];
 /// frames it names in that event's kernel stack: the first `kernel_stack` after the event
 /// on its CPU, of its task, whose innermost frame is the event's own probe
 /// (`trace_event_raw_event_<event>`): the module's cookie, written inside the trigger's
-/// commit, has its own stack, which starts in the cookie's probe. Keyed by (event, task),
+/// commit, has its own stack, which starts in the cookie's probe. Keyed by (event, pid),
 /// each a list of stacks, innermost frame first, without trace-cmd's `0x0` fillers.
 fn report_kernel_stacks(report: &str) -> BTreeMap<(String, String), Vec<Vec<String>>> {
     // (cpu, task, event name, time order) of triggers still waiting for their stack.
@@ -193,7 +193,13 @@ fn report_kernel_stacks(report: &str) -> BTreeMap<(String, String), Vec<Vec<Stri
         let Some((task, cpu)) = head.trim().rsplit_once(" [") else {
             continue;
         };
-        let task = task.trim().to_string();
+        // The task by its pid: the report's comm is the pid's last name, ustack's the
+        // task's name at the event.
+        let task = task.trim();
+        let task = task
+            .rsplit_once('-')
+            .map_or(task, |(_, pid)| pid)
+            .to_string();
         let Some((_, rest)) = rest.split_once(": ") else {
             continue;
         };
@@ -216,7 +222,7 @@ fn report_kernel_stacks(report: &str) -> BTreeMap<(String, String), Vec<Vec<Stri
     out
 }
 
-/// ustack's perf script text: for each sample, (event, task) and its kernel frames'
+/// ustack's perf script text: for each sample, (event, pid) and its kernel frames'
 /// functions, innermost first.
 fn ustack_kernel_stacks(text: &str) -> BTreeMap<(String, String), Vec<Vec<String>>> {
     let mut out: BTreeMap<(String, String), Vec<Vec<String>>> = BTreeMap::new();
@@ -242,7 +248,7 @@ fn ustack_kernel_stacks(text: &str) -> BTreeMap<(String, String), Vec<Vec<String
             let w: Vec<&str> = line.split_whitespace().collect();
             let ev = w.last().unwrap().trim_end_matches(':');
             let ev = ev.rsplit(':').next().unwrap().to_string();
-            cur = Some(((ev, format!("{}-{}", w[0], w[1])), Vec::new()));
+            cur = Some(((ev, w[1].to_string()), Vec::new()));
         }
     }
     out

@@ -7,6 +7,9 @@ var svg, frames, total, W, rowH, pad, zoomed = null, searchRe = null;
 
 function attr(e, n) { return parseFloat(e.getAttribute(n)); }
 function frameName(g) { return g.firstElementChild.textContent.split("\n")[0]; }
+// A frame's label: its name without the _[i] (inlined) and _[k] (kernel) marks, as
+// flamegraph.pl draws it; a " (file:line)" after them stays.
+function shown(name) { return name.replace(/(?:_\[[ki]\])+( \([^()]*\))?$/, "$1"); }
 
 function init() {
   svg = document.documentElement;
@@ -16,7 +19,9 @@ function init() {
   pad = attr(svg, "data-pad");
   frames = Array.prototype.slice.call(svg.querySelectorAll("g.f"));
   frames.forEach(function (g) {
-    g.us = { s: attr(g, "data-s"), n: attr(g, "data-n"), d: attr(g, "data-d"), name: frameName(g) };
+    var name = frameName(g);
+    g.us = { s: attr(g, "data-s"), n: attr(g, "data-n"), d: attr(g, "data-d"), name: name,
+             label: shown(name) };
     g.addEventListener("click", function (ev) { zoom(g); ev.stopPropagation(); });
     g.addEventListener("mouseover", function () { details(g); });
     g.addEventListener("mouseout", function () { details(null); });
@@ -71,7 +76,7 @@ function layout() {
     if (t) {
       t.setAttribute("x", (x + 3).toFixed(1));
       var chars = Math.floor((w - 4) / 7);
-      var s = f.name;
+      var s = f.label;
       if (chars < 3) s = "";
       else if (s.length > chars) s = s.substring(0, chars - 2) + "..";
       t.textContent = s;
@@ -81,8 +86,25 @@ function layout() {
   svg.getElementById("search").setAttribute("x", (vw - pad).toFixed(0));
   svg.getElementById("unsearch").setAttribute("x", (vw - pad - 60).toFixed(0));
   svg.getElementById("matched").setAttribute("x", (vw - pad).toFixed(0));
-  svg.getElementById("title").setAttribute("x", (vw / 2).toFixed(0));
+  fitTitle(vw);
   if (searchRe) mark();
+}
+
+// The title, centred, cut with ".." to the room between Reset zoom on the left and
+// Search and Clear on the right (data-side pixels each side): it never runs under them.
+function fitTitle(vw) {
+  var t = svg.getElementById("title"), full = t.getAttribute("data-full");
+  var room = vw - 2 * (pad + attr(t, "data-side"));
+  t.setAttribute("x", (vw / 2).toFixed(0));
+  t.textContent = full;
+  if (t.getComputedTextLength() <= room) return;
+  var lo = 0, hi = full.length;
+  while (lo < hi) {
+    var mid = Math.ceil((lo + hi) / 2);
+    t.textContent = full.substring(0, mid) + "..";
+    if (t.getComputedTextLength() <= room) lo = mid; else hi = mid - 1;
+  }
+  t.textContent = lo > 0 ? full.substring(0, lo) + ".." : "";
 }
 
 function zoom(g) { zoomed = g.us.n >= total ? null : g; layout(); }

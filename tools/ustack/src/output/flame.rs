@@ -44,13 +44,68 @@ fn color(name: &str) -> String {
     format!("rgb({r},{g},{b})")
 }
 
+/// A frame's label as the graph shows it: without the `_[i]` (inlined) and `_[k]`
+/// (kernel) marks of its name, as flamegraph.pl and inferno draw it (the tooltip, the
+/// search and the colour keep the name as it is). A ` (file:line)` after the marks stays.
+fn shown(name: &str) -> String {
+    let (head, tail) = match name.rfind(" (") {
+        Some(i) if name.ends_with(')') => name.split_at(i),
+        _ => (name, ""),
+    };
+    let mut h = head;
+    while let Some(x) = h.strip_suffix("_[k]").or_else(|| h.strip_suffix("_[i]")) {
+        h = x;
+    }
+    format!("{h}{tail}")
+}
+
+/// The label of a frame `w` pixels wide: as many of `name`'s characters as fit (7 pixels
+/// each), `..` where it is cut, nothing under 3 characters; with its source suffix kept
+/// when whole (`f (a.c:7)`).
+fn label(name: &str, w: f64) -> String {
+    let chars = ((w - 4.0) / 7.0) as usize;
+    if chars < 3 {
+        return String::new();
+    }
+    let n = name.chars().count();
+    if n <= chars {
+        return name.to_string();
+    }
+    name.chars()
+        .take(chars.saturating_sub(2))
+        .collect::<String>()
+        + ".."
+}
+
+/// The room the title has at the top, between the Reset zoom button on the left and
+/// Search and Clear on the right (the wider side, on both sides: it stays centred).
+const TITLE_SIDE: f64 = 110.0;
+/// A character of the title (15 px monospace), in pixels.
+const TITLE_CHAR: f64 = 9.0;
+
+/// The title as it fits a graph `width` pixels wide between the buttons: cut with `..`
+/// (the script fits it again to the window, and its tooltip is the whole title).
+fn fit_title(title: &str, width: f64, pad: f64) -> String {
+    let room = ((width - 2.0 * (pad + TITLE_SIDE)) / TITLE_CHAR).max(0.0) as usize;
+    let n = title.chars().count();
+    if n <= room {
+        return title.to_string();
+    }
+    title
+        .chars()
+        .take(room.saturating_sub(2))
+        .collect::<String>()
+        + ".."
+}
+
 /// The flame graph's script (zoom, search, reset), the tool's own.
 const FLAME_JS: &str = include_str!("flame.js");
 
 /// A flame graph: the root at the bottom (at the top, an icicle graph, when `inverted`),
-/// each frame as wide as its share of the samples, children sorted by name, the full name
-/// and count in a tooltip; clicking a frame zooms to it, a search marks the matching
-/// frames and shows their share of the samples.
+/// each frame as wide as its share of the samples, children sorted by name, labelled
+/// without the `_[i]`/`_[k]` marks, the full name and count in a tooltip; clicking a frame
+/// zooms to it, a search marks the matching frames and shows their share of the samples.
+/// The title is cut to the room between the buttons (its tooltip whole).
 pub fn svg(p: &Profile, title: &str, task: bool, inverted: bool) -> String {
     let stacks: Vec<(Vec<u32>, u64, u64)> = p
         .text_stacks(task)
@@ -155,15 +210,17 @@ g.f:hover rect {{ stroke: black; stroke-width: 0.5; }}
 <script type="text/ecmascript"><![CDATA[
 {FLAME_JS}]]></script>
 <rect x="0" y="0" width="100%" height="100%" fill="#f8f8f8"/>
-<text id="title" x="{}" y="20" text-anchor="middle" style="font-size:15px">{}</text>
+<g id="titlebox"><title>{}</title><text id="title" x="{}" y="20" text-anchor="middle" style="font-size:15px" data-full="{}" data-side="{TITLE_SIDE}">{}</text></g>
 <text id="reset" class="button" x="{pad}" y="20" display="none">Reset zoom</text>
 <text id="search" class="button" x="{}" y="20" text-anchor="end">Search</text>
 <text id="unsearch" class="button" x="{}" y="20" text-anchor="end" display="none">Clear</text>
 <text id="matched" x="{}" y="{}" text-anchor="end"> </text>
 <text id="details" x="{pad}" y="{}"> </text>
 <g id="frames">"##,
+        xml(title),
         width / 2.0,
         xml(title),
+        xml(&fit_title(title, width, pad)),
         width - pad,
         width - pad - 60.0,
         width - pad,
@@ -259,26 +316,43 @@ g.f:hover rect {{ stroke: black; stroke-width: 0.5; }}
             100.0 * count as f64 / all,
             row - 1.0,
         );
-        let chars = ((w - 4.0) / 7.0) as usize;
-        let mut label = String::new();
-        if chars >= 3 {
-            label = name.chars().take(chars).collect();
-            if label.chars().count() < name.chars().count() {
-                label = name
-                    .chars()
-                    .take(chars.saturating_sub(2))
-                    .collect::<String>()
-                    + "..";
-            }
-        }
         let _ = writeln!(
             out,
             "<text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
             x + 3.0,
             y + row - 4.0,
-            xml(&label)
+            xml(&label(&shown(name), w))
         );
     }
     out.push_str("</g>\n</svg>\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_drop_the_inline_and_kernel_marks() {
+        assert_eq!(shown("__schedule_[k]"), "__schedule");
+        assert_eq!(shown("read_[i]"), "read");
+        assert_eq!(shown("f_[i]_[k]"), "f");
+        assert_eq!(shown("inl_[i] (a.h:7)"), "inl (a.h:7)");
+        assert_eq!(shown("main (a.c:3)"), "main (a.c:3)");
+        assert_eq!(shown("x_[k]y"), "x_[k]y");
+        assert_eq!(shown("all"), "all");
+        assert_eq!(label("__schedule", 200.0), "__schedule");
+        assert_eq!(label("__schedule", 60.0), "__sche..");
+        assert_eq!(label("__schedule", 20.0), "");
+    }
+
+    #[test]
+    fn a_long_title_is_cut_to_the_room_between_the_buttons() {
+        let t = "ustack: ".to_string() + &"x".repeat(200);
+        let f = fit_title(&t, 1200.0, 10.0);
+        // (1200 - 2 * 120) / 9 = 106 characters.
+        assert_eq!(f.chars().count(), 106);
+        assert!(f.ends_with(".."));
+        assert_eq!(fit_title("ustack: a.dat", 1200.0, 10.0), "ustack: a.dat");
+    }
 }

@@ -39,17 +39,28 @@ impl Pb {
     }
 }
 
+/// Is `path` a shared library by its name, as pprof's own heuristic for the main binary
+/// tells them (`.so` at the end or before a version)?
+fn is_library(path: &str) -> bool {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    base.ends_with(".so") || base.contains(".so.") || base.contains(".so_")
+}
+
 /// pprof's `profile.proto`, gzipped. Each file is a Mapping with its build-id, mapped at
 /// address 0 with file offset 0, so that a Location's address is the frame's offset in the
-/// file: the trace's own data, one to one. A symbolized frame's functions (inlined ones
-/// first) are its Lines; a frame nothing named has none, and its mapping says
-/// `has_functions` only if some of its frames were named, so that pprof can symbolize the
-/// rest itself. The event, the command and the pid are sample labels, and `truncated`
-/// the reason the unwinder stopped short, where it did. Times are the
-/// trace's: `time_nanos` the first sample's, `duration_nanos` the span, and, when the
-/// profile kept them, every event is a Sample of its own with its time as the numeric
-/// label `time` in `nanoseconds` (on the clock of `time_nanos`). Only upstream
-/// `profile.proto`'s fields are written.
+/// file: the trace's own data, one to one. The first Mapping is the main binary (pprof's
+/// `File:`): of the programs (not a library, not `[kernel.kallsyms]` or `[vdso]`), the one
+/// with the most samples. A symbolized frame's functions (inlined ones first) are its
+/// Lines; a frame nothing named has one Line, the name the other outputs give it
+/// (`file+0xoffset`). So every Mapping says `has_functions`, and `has_filenames`,
+/// `has_line_numbers` and `has_inline_frames` where its Lines have them: pprof does not
+/// symbolize the profile again. The event, the command and the pid are sample labels, and
+/// `truncated` the reason the unwinder stopped short, where it did. Times are the
+/// trace's: `time_nanos` the first sample's when the trace maps its clock to the time of
+/// day (`trace-cmd record --date`: pprof's `time_nanos` is wall-clock time), else 0 (not
+/// given); `duration_nanos` the span; and, when the profile kept them, every event is a
+/// Sample of its own with its time as the numeric label `time` in `nanoseconds` (the
+/// trace's clock). Only upstream `profile.proto`'s fields are written.
 pub fn pprof(p: &Profile) -> Vec<u8> {
     let mut strings: Vec<String> = vec![String::new()];
     let mut sidx: HashMap<String, u64> = HashMap::new();
@@ -83,9 +94,71 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
         (0, 0)
     };
 
-    // Mappings: (path, build-id) -> id, and whether any of its frames has functions.
-    let mut mappings: HashMap<(String, Option<String>), (u64, bool)> = HashMap::new();
-    let mut mapping_order: Vec<(String, Option<String>)> = Vec::new();
+    // Mappings: each frame's (path, build-id), numbered in the order first seen, and
+    // the samples of each (an entry's value once per mapping it has frames in).
+    type MapKey = (String, Option<String>);
+    let mut map_keys: Vec<MapKey> = Vec::new();
+    let mut map_idx: HashMap<MapKey, usize> = HashMap::new();
+    let frame_map: Vec<Option<usize>> = p
+        .frames
+        .iter()
+        .map(|f| {
+            let m = f.module.as_ref()?;
+            let key = (m.clone(), f.build_id.clone());
+            Some(*map_idx.entry(key.clone()).or_insert_with(|| {
+                map_keys.push(key);
+                map_keys.len() - 1
+            }))
+        })
+        .collect();
+    let mut weight = vec![0u64; map_keys.len()];
+    let mut last_entry = vec![usize::MAX; map_keys.len()];
+    let mut first_seen: Vec<usize> = Vec::new();
+    for (i, e) in p.raw.iter().enumerate() {
+        for &pf in &e.frames {
+            if let Some(Some(m)) = frame_map.get(pf as usize) {
+                if last_entry[*m] != i {
+                    if last_entry[*m] == usize::MAX {
+                        first_seen.push(*m);
+                    }
+                    last_entry[*m] = i;
+                    weight[*m] += e.count;
+                }
+            }
+        }
+    }
+    // The main binary first (the first of the most weighty on a tie), then the others
+    // as the samples meet them.
+    let kernel: Vec<bool> = {
+        let mut k = vec![false; map_keys.len()];
+        for (f, m) in p.frames.iter().zip(&frame_map) {
+            if let Some(m) = m {
+                k[*m] |= f.kernel;
+            }
+        }
+        k
+    };
+    let main = first_seen
+        .iter()
+        .copied()
+        .filter(|&m| !kernel[m] && !map_keys[m].0.starts_with('[') && !is_library(&map_keys[m].0))
+        .fold(None, |best: Option<usize>, m| match best {
+            Some(b) if weight[b] >= weight[m] => Some(b),
+            _ => Some(m),
+        });
+    let mut order: Vec<usize> = main.into_iter().collect();
+    order.extend(first_seen.iter().copied().filter(|&m| Some(m) != main));
+    // Mapping index -> its id (1-based, in `order`).
+    let mut map_id = vec![0u64; map_keys.len()];
+    for (i, &m) in order.iter().enumerate() {
+        map_id[m] = i as u64 + 1;
+    }
+    // What the Lines of each mapping's locations hold: files, line numbers, inlined
+    // functions.
+    let mut has_files = vec![false; map_keys.len()];
+    let mut has_lines = vec![false; map_keys.len()];
+    let mut has_inline = vec![false; map_keys.len()];
+
     let mut functions: HashMap<(String, Option<String>), u64> = HashMap::new();
     let mut function_msgs = Vec::new();
     let mut location_msgs = Vec::new();
@@ -104,17 +177,11 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
             let next = loc_of.len() as u64 + 1;
             let id = *loc_of.entry(pf).or_insert_with(|| {
                 let f = &p.frames[pf as usize];
+                let m = frame_map.get(pf as usize).copied().flatten();
                 let mut loc = Pb::default();
                 loc.uint(1, next);
-                if let Some(m) = &f.module {
-                    let key = (m.clone(), f.build_id.clone());
-                    let n = mappings.len() as u64 + 1;
-                    let entry = mappings.entry(key.clone()).or_insert_with(|| {
-                        mapping_order.push(key);
-                        (n, false)
-                    });
-                    entry.1 |= f.syms.is_some();
-                    loc.uint(2, entry.0);
+                if let Some(m) = m {
+                    loc.uint(2, map_id[m]);
                 }
                 if let Some(off) = f.offset {
                     loc.uint(3, off);
@@ -130,10 +197,13 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
                             ));
                         }
                     }
-                    // A frame no file can be found for is named as the other outputs name
-                    // it; one in a file of a mapping is left for pprof to symbolize.
-                    None if f.module.is_none() => lines.push((f.fallback.clone(), None, 0)),
-                    None => {}
+                    // A frame nothing named is named as the other outputs name it.
+                    None => lines.push((f.fallback.clone(), None, 0)),
+                }
+                if let Some(m) = m {
+                    has_files[m] |= lines.iter().any(|l| l.1.is_some());
+                    has_lines[m] |= lines.iter().any(|l| l.2 > 0);
+                    has_inline[m] |= lines.len() > 1;
                 }
                 for (name, src, line) in lines {
                     let key = (name.clone(), src.clone());
@@ -212,25 +282,29 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
         }
     }
     let mut mapping_msgs = Vec::new();
-    for key in &mapping_order {
-        let (id, has_functions) = mappings[key];
+    for &m in &order {
+        let (path, build_id) = &map_keys[m];
         let mut mp = Pb::default();
-        mp.uint(1, id);
+        mp.uint(1, map_id[m]);
         // The kernel's mapping ([kernel.kallsyms], a module's [name]) holds kernel
         // addresses, as perf's pprof export maps them; a file's, offsets in it.
         mp.uint(
             3,
-            if key.0.starts_with('[') && key.1.is_none() {
+            if path.starts_with('[') && build_id.is_none() {
                 u64::MAX
             } else {
                 u64::MAX >> 1
             },
         );
-        mp.uint(5, s(&key.0));
-        if let Some(b) = &key.1 {
+        mp.uint(5, s(path));
+        if let Some(b) = build_id {
             mp.uint(6, s(b));
         }
-        mp.uint(7, u64::from(has_functions));
+        // Every location has its functions (named, or file+0xoffset).
+        mp.uint(7, 1);
+        mp.uint(8, u64::from(has_files[m]));
+        mp.uint(9, u64::from(has_lines[m]));
+        mp.uint(10, u64::from(has_inline[m]));
         mapping_msgs.push(mp.0);
     }
     for m in &sample_msgs {
@@ -248,9 +322,11 @@ pub fn pprof(p: &Profile) -> Vec<u8> {
     for st in &strings {
         msg.bytes(6, st.as_bytes());
     }
-    // The trace's own time: its clock's nanoseconds (the global clock's count from
-    // boot), as perf script and trace-cmd report print it.
-    msg.uint(9, p.first_ts);
+    // Wall-clock time, when the trace maps its clock to the time of day; else not given
+    // (the clock's count from boot is no date).
+    if p.wall_clock {
+        msg.uint(9, p.first_ts);
+    }
     msg.uint(10, p.last_ts.saturating_sub(p.first_ts));
     // period_type and period: every sample is one event.
     msg.bytes(11, &pt.0);

@@ -227,7 +227,8 @@ pub(super) type Row = (Vec<String>, (u64, u64, u64));
 /// (children), and for its innermost frame (self); the most children first.
 pub(super) fn function_rows(p: &Profile, v: &View, entries: &[&Entry]) -> Vec<Row> {
     // A row's key: the label's part (function, file), interned once per label, and the
-    // task's part (pid, for comm and pid).
+    // task's part (pid and the task's label, `comm-pid`, for comm and pid: a task renamed
+    // in the trace has a row per name).
     let by_task = v
         .sort
         .iter()
@@ -263,10 +264,10 @@ pub(super) fn function_rows(p: &Profile, v: &View, entries: &[&Entry]) -> Vec<Ro
         })
         .collect();
     // (children, self, children's samples) of each key.
-    let mut counts: HashMap<(u32, i32), (u64, u64, u64)> = HashMap::new();
-    let mut keys: Vec<(u32, i32)> = Vec::new();
+    let mut counts: HashMap<(u32, i32, u32), (u64, u64, u64)> = HashMap::new();
+    let mut keys: Vec<(u32, i32, u32)> = Vec::new();
     for e in entries {
-        let pid = if by_task { e.pid } else { 0 };
+        let (pid, task) = if by_task { (e.pid, e.task) } else { (0, 0) };
         keys.clear();
         // Markers ([truncated: REASON], [no stack]) are not functions: the summary
         // counts them.
@@ -274,7 +275,7 @@ pub(super) fn function_rows(p: &Profile, v: &View, entries: &[&Entry]) -> Vec<Ro
             e.frames
                 .iter()
                 .filter(|&&l| !p.labels[l as usize].synthetic)
-                .map(|&l| (label_part[l as usize], pid)),
+                .map(|&l| (label_part[l as usize], pid, task)),
         );
         let inner = keys.last().copied();
         keys.sort_unstable();
@@ -290,7 +291,7 @@ pub(super) fn function_rows(p: &Profile, v: &View, entries: &[&Entry]) -> Vec<Ro
     }
     let rows: Vec<(Vec<String>, (u64, u64, u64))> = counts
         .into_iter()
-        .map(|((part, pid), c)| {
+        .map(|((part, pid, task), c)| {
             let (f, m) = &parts[part as usize];
             let k = v
                 .sort
@@ -298,11 +299,12 @@ pub(super) fn function_rows(p: &Profile, v: &View, entries: &[&Entry]) -> Vec<Ro
                 .map(|k| match k {
                     SortKey::Function => f.clone(),
                     SortKey::File => m.clone(),
-                    SortKey::Comm => p
-                        .comms
-                        .get(&pid)
-                        .map(|c| crate::stacks::escape(c))
-                        .unwrap_or_else(|| "?".into()),
+                    // The task's label is `comm-pid`, escaped.
+                    SortKey::Comm => p.labels[task as usize]
+                        .name
+                        .rsplit_once('-')
+                        .map_or("?", |(c, _)| c)
+                        .to_string(),
                     SortKey::Pid => pid.to_string(),
                 })
                 .collect();
