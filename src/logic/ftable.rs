@@ -55,6 +55,8 @@ pub const MAGIC: u64 = 0x7575_7462;
 pub const FDE_ROWS_MAX: usize = 256;
 /// Rows a new table has room for.
 pub const FIRST_ROWS: usize = 256;
+/// A table that grows has room for a row for every this many FDEs at least.
+const GROW_FDES_PER_ROW: usize = 8;
 /// An FDE word for an FDE whose rows cannot be kept: a row with an expression, more than
 /// [`FDE_ROWS_MAX`] rows, a range of 16 MiB or more.
 const UNKEPT: u64 = u64::MAX;
@@ -375,7 +377,12 @@ pub fn add(w: &[AtomicU64], i: usize, rows: Option<&[[u64; 3]]>, len: u64) -> Re
     let used = view.used();
     let end = used.checked_add(rows.len()).ok_or(Add::Done)?;
     if end > view.cap {
-        let cap = end.max(view.cap.saturating_mul(2));
+        // Twice the rows, and at least one for every eighth FDE: a grow copies the whole
+        // table, whose search table a big file's FDEs make large (cc1's 45,201: 900 KiB),
+        // so a big file grows once or twice, not once per doubling from FIRST_ROWS.
+        let cap = end
+            .max(view.cap.saturating_mul(2))
+            .max(view.count / GROW_FDES_PER_ROW);
         return Err(Add::Room(words(view.count, cap).ok_or(Add::Done)?));
     }
     if end > 0x0fff_ffff {
@@ -429,6 +436,20 @@ mod tests {
 
     fn row(start: u64, tag: u64) -> [u64; 3] {
         [tag, tag + 1, start << 8 | 3]
+    }
+
+    #[test]
+    fn a_big_table_grows_to_a_row_for_every_eighth_fde() {
+        let count = 800;
+        let n = words(count, 4).unwrap();
+        let w: std::vec::Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+        init(&w, count, 4, &[7; INFO_WORDS]).unwrap();
+        let rows = [row(0, 1), row(1, 2), row(2, 3), row(3, 4), row(4, 5)];
+        // Five rows into room for four: twice four would do, a hundred are asked.
+        assert_eq!(
+            add(&w, 0, Some(&rows), 8),
+            Err(Add::Room(words(count, count / 8).unwrap()))
+        );
     }
 
     #[test]
