@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Big real programs profiled in the guest (issue 24, "How it is checked"): two large programs
-# from Debian's packages, none of the project's own, sampled through the timer interrupt
-# (timer:hrtimer_expire_entry) and user page faults (exceptions:page_fault_user), unwound
-# by the module's default (.eh_frame) unwinder:
+# Big real programs profiled in the guest (issue 24, "How it is checked"): three large
+# programs from Debian's packages, none of the project's own, sampled through the timer
+# interrupt (irq_vectors:local_timer_entry, the tick) and user page faults
+# (exceptions:page_fault_user), unwound by the module's default (.eh_frame) unwinder:
 #
 #   cc1      GCC 12's compiler proper (the host's, from Debian's cpp-12: 33 MB, stripped,
 #            no frame pointers), run by `gcc -O2 -S` on a real C file, the kernel source's
 #            scripts/dtc/livetree.c, preprocessed on the host;
 #   python3  Debian's python3.11 running two scripts of its standard library, `python3 -m
-#            tokenize` and `python3 -m ast`, over its typing.py.
+#            tokenize` and `python3 -m ast`, over its typing.py;
+#   clang    Debian's clang 19 compiling the same file (preprocessed by clang): 190 MB of
+#            LLVM libraries, whose C++ constructors run from ld.so's _dl_start_user.
 #
 # The binaries, their libraries and the standard library files the workload loads go into
-# the guest at their host paths, so that the host symbolizes each frame in the very file
-# that ran. tests/guest/bigprog.sh runs the programs in one guest, each with the module
-# freshly loaded; tests/bigprog.py prints for each its stacks, the share rooted at _start,
-# their depth, the module's counters before and after, the distinct (file, offset) frame
-# addresses of the trace, rows parsed per distinct address, and the module's memory.
+# the guest at their host paths (scripts/real-programs.sh), so that the host symbolizes each
+# frame in the very file that ran. tests/guest/bigprog.sh runs the programs in one guest,
+# each with the module freshly loaded; tests/bigprog.py prints for each its stacks, the share
+# rooted at _start (or ld.so's _dl_start_user, or a thread's clone3), their depth, the
+# module's counters before and after, the distinct (file, offset) frame addresses of the
+# trace, rows parsed per distinct address, and the module's memory.
 # Targets are marked PASS or MISS; the exit status is non-zero only when the run itself
 # failed. About 3 minutes of guest time under TCG on the debug kernel.
 #
@@ -59,21 +62,27 @@ STAGE=$TREE_OUT/bigprog/stage
 mkdir -p "$OUT" "$STAGE"
 
 # What goes into the guest, at the host's paths (scripts/real-programs.sh).
+CLANG=/usr/bin/clang-19
+[ -x "$CLANG" ] || die "Debian's clang-19 is not installed"
 adds=(--add "$ROOT/tests/guest/bigprog.sh:/bin/bigprog.sh" --add "$DRIVER:/usr/bin/gcc")
 stage_c_inputs "$STAGE"
+stage_c_inputs "$STAGE" clang-19
 stage_python "$STAGE"
-add_binaries "$CC1" "$DRIVER"
+add_binaries "$CC1" "$DRIVER" "$CLANG"
 
 # The programs file: NAME, COMM (what the events are filtered on), COMMAND.
-cc="for f in /root/bigprog/*.i; do gcc -O2 -S -o /tmp/out.s \$f || exit 1; done"
+inputs=$(for f in $CC_FILES; do printf '/root/bigprog/%s ' "$(basename "${f%.c}")"; done)
+cc="for f in $inputs; do gcc -O2 -S -o /tmp/out.s \$f.i || exit 1; done"
+clang="for f in $inputs; do clang-19 -O2 -S -o /tmp/out.s \$f.clang-19.i || exit 1; done"
 py="for m in $PY_MODULES; do python3 -m tokenize $PYLIB/\$m.py >/dev/null &&"
 py+=" python3 -m ast $PYLIB/\$m.py >/dev/null || exit 1; done"
-printf 'cc1\tcc1\t%s\npython3\tpython3\t%s\n' "$cc" "$py" >"$STAGE/programs"
+printf 'cc1\tcc1\t%s\npython3\tpython3\t%s\nclang\tclang-19\t%s\n' "$cc" "$py" "$clang" \
+	>"$STAGE/programs"
 adds+=(--add "$STAGE/programs:/root/programs")
 
 kargs=()
 [ "$kernel" = debian ] && kargs=(--kernel debian)
-say "profiling cc1 and python3 in the guest ($kernel kernel)"
+say "profiling cc1, python3 and clang in the guest ($kernel kernel)"
 start=$SECONDS
 status=0
 UU_GUEST_TIMEOUT=${UU_GUEST_TIMEOUT:-900} "$ROOT/scripts/run-guest.sh" "${kargs[@]}" \

@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Guest half of scripts/bigprog.sh: profiles big Debian programs through the timer
-# interrupt (timer:hrtimer_expire_entry) and user page faults (exceptions:page_fault_user),
+# interrupt (irq_vectors:local_timer_entry, the tick: the test kernels' tick is periodic,
+# not an hrtimer, so timer:hrtimer_expire_entry does not fire in a busy program) and user
+# page faults (exceptions:page_fault_user),
 # both filtered to the program's comm, with the module's default unwinder; tests/bigprog.py
 # reads the result on the host. Usage: bigprog.sh PROGRAMS, a file of lines
 # "NAME<tab>COMM<tab>COMMAND" (COMMAND runs with sh -c).
@@ -13,7 +15,7 @@
 # in a "=== TRACE NAME" section.
 . /lib/uu.sh
 OPT=$T/options/userstacktrace_delay
-EVENTS="timer/hrtimer_expire_entry exceptions/page_fault_user"
+EVENTS="irq_vectors/local_timer_entry exceptions/page_fault_user"
 section() { echo "=== $1"; }
 fail() {
 	echo "bigprog: $*" >&2
