@@ -39,9 +39,6 @@ DEPTHS=$*
 KO=/lib/modules/user_unwind.ko
 
 ARMS="A B C D E Ac Ec Et P0 P1 P2"
-# The programs' files were written at boot: the module keeps nothing read from a file
-# whose change time is less than 2 s old (the settled rule, src/unwind.c).
-sleep 3
 echo 'id == 110' >$T/events/raw_syscalls/sys_enter/filter
 echo 65536 >$T/buffer_size_kb
 

@@ -43,9 +43,6 @@ fail() {
 [ -r "$PROGRAMS" ] && [ -n "$ROUNDS" ] || fail "usage: bench_real.sh ROUNDS PROGRAMS"
 [ -x $PERF ] || fail "no $PERF in the guest"
 
-# The programs' files were written at boot: the module keeps nothing read from a file
-# whose change time is less than 2 s old (the settled rule, src/unwind.c).
-sleep 3
 echo global >$T/trace_clock
 echo 131072 >$T/buffer_size_kb
 echo 1024 >$T/saved_cmdlines_size
