@@ -284,7 +284,10 @@ int uu_unwind_region(u64 addr, struct uu_region *r)
 	return vma ? 0 : -ENOENT;
 }
 
-/* The coarsest change time a local filesystem keeps: FAT's 2 s. */
+/*
+ * How much older than now a change time must be on a filesystem without multigrain
+ * timestamps: the coarsest such a filesystem keeps, FAT's 2 s.
+ */
 #define UU_SETTLE_SEC 2
 
 /*
@@ -294,19 +297,20 @@ int uu_unwind_region(u64 addr, struct uu_region *r)
  *
  * What is read is marked unsettled (o->writers) when a writer has the file open, and when
  * the identity's change time is not older than the time a write would stamp now
- * (current_time()) by UU_SETTLE_SEC: a write leaves the change time as it is when it
- * falls in the tick that time was stamped in (inode_needs_update_time(): a filesystem
- * with a coarse change time, or a multigrain one whose time nobody queried), and a
- * filesystem may keep coarser times than its s_time_gran says (FAT declares 1 ns and
- * truncates to 2 s itself: fat_truncate_time()), so only a time that much older proves
- * that any write from now on changes it.
+ * (current_time()): a write leaves the change time as it is when it falls in the tick
+ * that time was stamped in (inode_needs_update_time()). On a multigrain filesystem
+ * (ext4, xfs, btrfs, tmpfs: is_mgtime()) the identity's change time was queried
+ * (uu_ctime()), so any later write stamps a later one, and a time older than the current
+ * tick suffices. Elsewhere the time must be UU_SETTLE_SEC older: such a filesystem may
+ * keep coarser times than its s_time_gran says (FAT declares 1 ns and truncates to 2 s
+ * itself: fat_truncate_time()).
  */
 static int uu_object_hold_file(struct uu_object *o, struct file *file)
 {
 	struct inode *inode = file_inode(file);
 	struct timespec64 now = current_time(inode);
 	struct timespec64 then = {
-		.tv_sec = o->id.ctime_sec + UU_SETTLE_SEC,
+		.tv_sec = o->id.ctime_sec + (is_mgtime(inode) ? 0 : UU_SETTLE_SEC),
 		.tv_nsec = o->id.ctime_nsec,
 	};
 
