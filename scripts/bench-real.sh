@@ -65,7 +65,8 @@ adds=(--add "$ROOT/tests/guest/bench_real.sh:/bin/bench_real.sh"
 stage_c_inputs "$STAGE"
 stage_c_inputs "$STAGE" clang-19
 stage_python "$STAGE"
-add_binaries "$perf" "$CC1" "$DRIVER" "$CLANG" "$SQLITE"
+add_libraries "$perf"
+add_binaries "$CC1" "$DRIVER" "$CLANG" "$SQLITE"
 
 {
 	echo "create table t(id integer primary key, name text, value real);"

@@ -29,9 +29,7 @@ build_test_programs
 # perf and the libraries it links (those trace-cmd brought are already there): in this
 # guest only.
 adds=(--add "$perf:/usr/bin/perf")
-for lib in $(ldd "$perf" | grep -oE '/[^ ]+'); do
-	adds+=(--add "$(readlink -f "$lib"):$lib")
-done
+add_libraries "$perf"
 # The guest's lines, kept in $BENCH_OUT.PASS when set (bench_report.py reads them again).
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

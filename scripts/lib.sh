@@ -92,6 +92,31 @@ build_test_programs() {
 	make -s -C "$ROOT/tests/prog" OUT="$PROG" || die "building the test programs failed"
 }
 
+# add_libraries FILE...: to the caller's `adds` array (run-guest.sh --add arguments),
+# every library ldd lists for each file, at its path (the real file behind a symlink),
+# each once. add_binaries FILE...: each file at its path too.
+declare -A staged=()
+add_libraries() {
+	local bin lib
+	for bin in "$@"; do
+		for lib in $(ldd "$bin" | grep -oE '/[^ ]+' || true); do
+			[ -z "${staged[$lib]:-}" ] || continue
+			staged[$lib]=1
+			adds+=(--add "$(readlink -f "$lib"):$lib")
+		done
+	done
+}
+add_binaries() {
+	local bin
+	for bin in "$@"; do
+		if [ -z "${staged[$bin]:-}" ] && [ -x "$bin" ]; then
+			staged[$bin]=1
+			adds+=(--add "$(readlink -f "$bin"):$bin")
+		fi
+		add_libraries "$bin"
+	done
+}
+
 rust_lib_src() { echo "$CACHE/rust-src-$(rustc_version)/usr/src/rustc-$(rustc_version)/library"; }
 
 # The mirror the machine's own Debian sources name: every download goes there.

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Debian's own big programs in a guest, as scripts/bigprog.sh and scripts/bench-real.sh run
 # them: each binary and every library ldd lists for it go into the guest at their host
-# paths (the real file behind a symlink), so that the host symbolizes every frame in the
-# very file that ran; their inputs are made here, since the guest has no headers. Sourced
-# after lib.sh; the functions add to the caller's `adds` array of run-guest.sh --add
-# arguments.
+# paths (the real file behind a symlink, lib.sh's add_binaries), so that the host
+# symbolizes every frame in the very file that ran; their inputs are made here, since the
+# guest has no headers. Sourced after lib.sh; the functions add to the caller's `adds`
+# array of run-guest.sh --add arguments.
 
 # The C file cc1 and clang compile at -O2: a user-space program of the kernel source that
 # builds with the C library's headers alone. Python tokenizes and parses these modules.
@@ -53,22 +53,4 @@ stage_python() {
 	ln -sf "$PY" "$1/python3"
 	adds+=(--add "$1/py$PYLIB:$PYLIB" --add "$1/python3:/usr/bin/python3")
 	add_binaries "$PY" $(echo "$pyfiles" | grep '\.so$' || true)
-}
-
-# add_binaries FILE...: each file at its path (the real file behind a symlink) and every
-# library ldd lists for it, once.
-declare -A staged=()
-add_binaries() {
-	local bin lib
-	for bin in "$@"; do
-		if [ -z "${staged[$bin]:-}" ] && [ -x "$bin" ]; then
-			staged[$bin]=1
-			adds+=(--add "$(readlink -f "$bin"):$bin")
-		fi
-		for lib in $(ldd "$bin" | grep -oE '/[^ ]+' || true); do
-			[ -z "${staged[$lib]:-}" ] || continue
-			staged[$lib]=1
-			adds+=(--add "$(readlink -f "$lib"):$lib")
-		done
-	done
 }

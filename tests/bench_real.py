@@ -29,6 +29,8 @@ import subprocess
 import sys
 import time
 
+import unwind
+
 ARMS = ("N", "A", "E", "D", "P1", "P2")
 TRACING = ("A", "E", "D", "P1", "P2")
 WHAT = {
@@ -39,11 +41,8 @@ WHAT = {
     "P1": "perf fp,defer",
     "P2": "perf dwarf",
 }
-# The outermost frame of a complete stack: the program's entry (ld.so's or the program's
-# _start, or ld.so's _dl_start_user, which _start falls through to and which calls the
-# libraries' constructors), or a thread's start (glibc's clone3 and clone); in a stripped
-# program its entry has no name, and is the caller of __libc_start_main.
-ROOTS = {"_start", "_dl_start_user", "clone3", "__clone3", "clone", "__clone"}
+# The outermost frame of a complete stack is one of unwind.ROOTS; in a stripped program
+# its entry has no name, and is the caller of __libc_start_main.
 START_MAIN = "__libc_start_main"
 
 
@@ -132,7 +131,7 @@ def complete(roots):
     """The share of (outermost, next) frame pairs that root a complete stack."""
     n = sum(roots.values())
     ok = sum(v for (root, below), v in roots.items()
-             if root.split("+")[0] in ROOTS or below.startswith(START_MAIN))
+             if root.split("+")[0] in unwind.ROOTS or below.startswith(START_MAIN))
     return ok / n if n else 0.0
 
 

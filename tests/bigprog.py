@@ -29,9 +29,6 @@ import e2e  # noqa: E402
 import unwind  # noqa: E402
 
 ROOTED_TARGET = 0.95
-# The outermost frame of a complete stack: the program's _start, ld.so's (whose
-# _dl_start_user calls the libraries' constructors), or a thread's start.
-ROOTS = {"_start", "_dl_start_user", "clone3", "__clone3", "__clone"}
 MISSES_TARGET = 1.2
 BASE64 = re.compile(r"^[A-Za-z0-9+/]+=*$")
 TOP_STACKS = 5
@@ -174,7 +171,7 @@ def program(name, lines, trace, names, kernel, keep):
             roots["(empty stack)"] += 1
             continue
         off, path = f[-1]
-        if ROOTS & names.sets(path, off, len(f) > 1):
+        if unwind.ROOTS & names.sets(path, off, len(f) > 1):
             rooted += 1
         else:
             roots[f"{names.show(path, off, len(f) > 1)} "

@@ -18,6 +18,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hostile_cfi  # noqa: E402
 
 START = ["main", "__libc_start_call_main", "__libc_start_main", "_start"]
+# The outermost frame of a complete stack: a program's _start, ld.so's (whose
+# _dl_start_user calls the libraries' constructors), or a thread's start.
+ROOTS = {"_start", "_dl_start_user", "clone3", "__clone3", "__clone"}
 CHAINS = {
     "UNWIND_CHAIN": ["getppid", "nf_c", "nf_b", "nf_a"] + START,
     "UNWIND_THREAD": ["getppid", "nf_t1", "nf_thread", "start_thread", "clone3"],

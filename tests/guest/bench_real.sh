@@ -70,10 +70,7 @@ ftrace_run() {
 		[ "$2" = E ] || echo fp >$UNWINDER
 		echo 1 >$OPT
 		# The option enables the module's events; the program's event comes on with
-		# uu_timeit.
-		s0=$(uu stacks) f0=$(uu frames) c0=$(uu file_cache) r0=$(uu requests)
-		u0=$(uu cookies_unrecorded) x0=$(uu exited) t0=$(uu unwind_truncated)
-		p0=$(uu unwind_rows_parsed) q0=$(uu fetches_queued)
+		# uu_timeit. The module was loaded for this run: its counters are the run's.
 		;;
 	esac
 	o0=$(rb overrun) d0=$(rb "dropped events") b0=$(rb bytes) e0=$(rb entries)
@@ -87,17 +84,13 @@ ftrace_run() {
 	case $2 in
 	E | D)
 		echo 0 >$OPT
-		line="$line requests=$(($(uu requests) - r0)) stacks=$(($(uu stacks) - s0))"
-		line="$line frames=$(($(uu frames) - f0)) file_cache=$(($(uu file_cache) - c0))"
-		line="$line unrecorded=$(($(uu cookies_unrecorded) - u0))"
-		line="$line exited=$(($(uu exited) - x0))"
-		line="$line truncated=$(($(uu unwind_truncated) - t0))"
-		line="$line parsed=$(($(uu unwind_rows_parsed) - p0))"
-		line="$line fetches=$(($(uu fetches_queued) - q0))"
+		line="$line requests=$(uu requests) stacks=$(uu stacks) frames=$(uu frames)"
+		line="$line file_cache=$(uu file_cache) unrecorded=$(uu cookies_unrecorded)"
+		line="$line exited=$(uu exit_callbacks) truncated=$(uu unwind_truncated)"
+		line="$line parsed=$(uu unwind_rows_parsed) fetches=$(uu fetches_queued)"
 		line="$line table_bytes=$(uu unwind_table_bytes)"
 		echo "$line"
 		if [ "$r" = 1 ]; then
-			# The module was loaded for this run: its counters are the run's.
 			echo "stats prog=$1 arm=$2 $(awk '{sub(/:$/, "", $1); printf "%s=%s ", $1, $2}' \
 				$T/user_unwind_stats)"
 			# Extracted before the module goes: unloading clears a buffer that holds
