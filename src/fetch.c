@@ -21,12 +21,19 @@
  * so that rmmod fails at once with -EWOULDBLOCK ("in use": try_stop_module()) rather
  * than waiting, and succeeds once the device answers.
  *
+ * The thread reads on the requester's behalf: the pages are charged to the requesting
+ * task's memory cgroup (set_active_memcg()) and the I/O to its io cgroup
+ * (kthread_associate_blkcg()), as the loop driver does for its worker threads, so that
+ * no task's unwinds read into another's cgroup or the root's.
+ *
  * Context: uu_fetch_file() and uu_fetch_user() in task context, without sleeping (a
  * spinlock, reference counts, a wake-up). Lock order: uu_fetch_lock is a leaf.
  */
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/cgroup.h>
 #include <linux/kthread.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
 #include <linux/module.h>
@@ -42,12 +49,16 @@
 
 /*
  * A file's pages from @index on (@file held), or a task's page at @addr (@mm grabbed:
- * its mm_struct, not its address space, which an exiting task frees as it would).
+ * its mm_struct, not its address space, which an exiting task frees as it would), for a
+ * requester in the memory cgroup @memcg and the io cgroup @blkcg (both held; NULL when
+ * the kernel has no such controller).
  */
 struct uu_fetch {
 	struct file *file;
 	struct mm_struct *mm;
 	unsigned long at;
+	struct mem_cgroup *memcg;
+	struct cgroup_subsys_state *blkcg;
 };
 
 static DEFINE_SPINLOCK(uu_fetch_lock);
@@ -65,7 +76,20 @@ static bool uu_fetch_same(const struct uu_fetch *f, struct file *file,
 	return f->mm == mm && f->at == at;
 }
 
-/* Queues a request for what @file/@mm and @at ask for, taking a reference on either. */
+/* Current's io cgroup, held, or NULL. Context: any that may take a spinlock. */
+static struct cgroup_subsys_state *uu_fetch_blkcg(void)
+{
+#ifdef CONFIG_BLK_CGROUP
+	return task_get_css(current, io_cgrp_id);
+#else
+	return NULL;
+#endif
+}
+
+/*
+ * Queues a request for what @file/@mm and @at ask for, taking a reference on either and
+ * on current's cgroups.
+ */
 static void uu_fetch_push(struct file *file, struct mm_struct *mm, unsigned long at)
 {
 	struct uu_fetch *f;
@@ -88,6 +112,9 @@ static void uu_fetch_push(struct file *file, struct mm_struct *mm, unsigned long
 		if (mm)
 			mmgrab(mm);
 		f->at = at;
+		/* Neither sleeps: RCU and css_tryget() (the root's count is not kept). */
+		f->memcg = get_mem_cgroup_from_mm(current->mm);
+		f->blkcg = uu_fetch_blkcg();
 		wake_up_process(uu_fetch_task);
 	}
 	uu_stat_add(UU_STAT_FETCHES_QUEUED, 1);
@@ -135,6 +162,34 @@ static void uu_fetch_release(struct uu_fetch *f)
 		fput(f->file);
 	if (f->mm)
 		mmdrop(f->mm);
+	mem_cgroup_put(f->memcg);
+	if (f->blkcg)
+		css_put(f->blkcg);
+}
+
+/*
+ * Readahead passes over a folio already cached: one a read left not up to date (an I/O
+ * error) would stay so until evicted, and every stack that needs it would end there.
+ * Starts its read again without waiting for it, as do_read_cache_folio() does but for the
+ * wait: under the folio's lock, which the read's completion releases. A folio locked by
+ * another is being read or written already.
+ */
+static void uu_fetch_reread(struct file *file, pgoff_t index)
+{
+	struct address_space *mapping = file->f_mapping;
+	struct folio *folio = filemap_get_folio(mapping, index);
+
+	if (IS_ERR(folio))
+		return;
+	if (!folio_test_uptodate(folio) && mapping->a_ops->read_folio &&
+	    folio_trylock(folio)) {
+		/* Truncated, or read by another, since the look-up. */
+		if (folio->mapping != mapping || folio_test_uptodate(folio))
+			folio_unlock(folio);
+		else
+			mapping->a_ops->read_folio(file, folio);
+	}
+	folio_put(folio);
 }
 
 /* Starts the read @f asks for. May block until the I/O is submitted, not completed. */
@@ -148,6 +203,7 @@ static void uu_fetch_one(struct uu_fetch *f)
 
 		file_ra_state_init(&ra, mapping);
 		page_cache_sync_readahead(mapping, &ra, f->file, f->at, UU_FETCH_PAGES);
+		uu_fetch_reread(f->file, f->at);
 		return;
 	}
 	if (!mmget_not_zero(f->mm))
@@ -184,7 +240,12 @@ static int uu_fetch_thread(void *unused)
 		 */
 		if (READ_ONCE(THIS_MODULE->state) == MODULE_STATE_LIVE &&
 		    try_module_get(THIS_MODULE)) {
+			struct mem_cgroup *old = set_active_memcg(f.memcg);
+
+			kthread_associate_blkcg(f.blkcg);
 			uu_fetch_one(&f);
+			kthread_associate_blkcg(NULL);
+			set_active_memcg(old);
 			module_put(THIS_MODULE);
 		}
 		uu_fetch_release(&f);

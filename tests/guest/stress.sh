@@ -33,7 +33,7 @@ T=/sys/kernel/tracing
 OPT=$T/options/userstacktrace_delay
 CYCLES=$1 SECS=$2 EVERY=${3:-1}
 KO=/lib/modules/user_unwind.ko
-EVENTS='raw_syscalls:sys_enter timer:hrtimer_expire_entry nmi:nmi_handler'
+EVENTS='raw_syscalls:sys_enter irq_vectors:local_timer_entry nmi:nmi_handler'
 echo 8192 >$T/buffer_size_kb
 . /lib/uu.sh
 
