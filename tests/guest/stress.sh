@@ -4,7 +4,9 @@
 #
 # Each cycle loads the module, switches userstacktrace_delay on with every system call
 # (raw_syscalls:sys_enter, unfiltered: every task), a hardirq-context event
-# (timer:hrtimer_expire_entry, which interrupts user tasks) and an NMI-context one
+# (irq_vectors:local_timer_entry, the tick, which interrupts user tasks: the test kernels
+# have no high-resolution timers, so timer:hrtimer_expire_entry rarely fires in a user
+# task) and an NMI-context one
 # (nmi:nmi_handler, for the NMIs the host injects, scripts/stress.sh) enabled, and runs for
 # SECONDS:
 #   - threads of work on every CPU: uu_bench at depths 40, 100 and 300 (one record holds 64
