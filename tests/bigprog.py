@@ -158,21 +158,23 @@ def program(name, lines, trace, names, kernel, keep):
     if not mine:
         raise Failed(f"{name}: no stacks of comm {comm} in the trace")
     reasons = collections.Counter(cut[c][1] for c, _ in stacks if c in cut)
-    print(f"\n== {name} on the {kernel} kernel: {v.get('command', '')}")
+    print(f"\n== {name} on the {kernel}: {v.get('command', '')}")
     print(f"module freshly loaded (insmod {int(v.get('insmod_centiseconds', 0)) / 100:.1f} s), "
           f"unwinder {v.get('unwinder')}; workload {seconds:.1f} s in the guest, traced; "
           f"trace-cmd extract {int(v.get('extract_centiseconds', 0)) / 100:.1f} s; "
           f"ring buffer overrun {v.get('overrun')}, dropped events {v.get('dropped')}")
 
     depths = [len(f) for f in mine]
-    rooted, roots = 0, collections.Counter()
+    rooted, roots, is_rooted = 0, collections.Counter(), []
     for f in mine:
+        is_rooted.append(False)
         if not f:
             roots["(empty stack)"] += 1
             continue
         off, path = f[-1]
         if unwind.ROOTS & names.sets(path, off, len(f) > 1):
             rooted += 1
+            is_rooted[-1] = True
         else:
             roots[f"{names.show(path, off, len(f) > 1)} "
                   f"({os.path.basename(path or 'anon')})"] += 1
@@ -188,6 +190,21 @@ def program(name, lines, trace, names, kernel, keep):
     print(f"  stacks with a user_unwind_truncated: {sum(reasons.values())}"
           + (" (" + ", ".join(f"{r} {n}" for r, n in reasons.most_common()) + ")"
              if reasons else ""))
+
+    # The first second of stacks (from the first), when a cold page cache cuts them, and
+    # the rest: reason read, and the share rooted once warm.
+    at = {}
+    for e in events:
+        if e["event"] == "user_unwind_stack" and e["cookie"] not in at:
+            at[e["cookie"]] = float(e["ts"])
+    t0 = min(at[c] for c, _ in stacks)
+    for label, want in (("the first second", True), ("after it", False)):
+        part = [i for i, (c, _) in enumerate(stacks) if (at[c] - t0 < 1.0) == want]
+        read = sum(1 for i in part if cut.get(stacks[i][0], (0, ""))[1] == "read")
+        warm = sum(1 for i in part if is_rooted[i])
+        print(f"  {label}: {len(part)} stacks, cut with reason read {read} "
+              f"({100 * read / max(len(part), 1):.1f} %), rooted at _start "
+              f"{100 * warm / max(len(part), 1):.1f} %")
 
     folded = collections.Counter(
         ";".join(names.show(p, o, i > 0) for i, (o, p) in reversed(list(enumerate(f))))
@@ -253,6 +270,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("output")
     ap.add_argument("--kernel", default="test")
+    ap.add_argument("--cold", action="store_true",
+                    help="the programs ran from a cold page cache (bigprog.sh --cold)")
     ap.add_argument("--wall", type=float)
     ap.add_argument("--keep", help="where to keep the trace.dat and folded stacks")
     a = ap.parse_args()
@@ -268,11 +287,12 @@ def main():
             raise Failed("the guest output is incomplete")
         for name in progs:
             summary.append(program(name, s[f"PROGRAM {name}"], s.get(f"TRACE {name}", []),
-                                   names, a.kernel, keep))
+                                   names, a.kernel + (" kernel, cold page cache" if a.cold
+                                                      else " kernel"), keep))
     except Failed as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(f"\n== summary ({a.kernel} kernel"
+    print(f"\n== summary ({a.kernel} kernel" + (", cold page cache" if a.cold else "")
           + (f", run-guest.sh {a.wall:.0f} s wall" if a.wall else "") + ")")
     for line in summary:
         print(line)

@@ -421,6 +421,22 @@ def check_dm(check_fn, s, parse_trace, values, prog, cache):
              f"status {status}, {len(mine)} stacks, {len(complete)} complete, others {others}")
     print(f"# review: dm: resumed with libc's pages dropped: {len(complete)} of {len(mine)} "
           "stacks complete, the others cut with reason read while the pages came in")
+    cg = values(s.get("REVIEW_DM_CGROUP", []))
+    if cg.get("cgroup", "none") == "none":
+        print("# review: dm: no memory cgroups in this kernel: the fetch thread's charges "
+              "are not checked")
+        return
+    lines = s.get("REVIEW_DM_CGROUP", [])
+    resident = next((int(x.split()[2]) for x in lines if x.startswith("pagecg resident ")), 0)
+    pages = {int(x.split()[2]): int(x.split()[4]) for x in lines if x.startswith("pagecg ino ")}
+    own = pages.get(int(cg.get("cgroup_ino", "0")), 0)
+    fetched = stats(s.get("REVIEW_DM_RESUMED_STATS", [])).get("fetches_queued", 0)
+    check_fn("review: dm: the pages of that libc the program and the fetch thread read for "
+             "its stacks are all charged to the program's memory cgroup, none to the root's",
+             resident > 0 and own == resident and fetched > 0,
+             f"{resident} resident, by cgroup inode {pages}, the program's "
+             f"{cg.get('cgroup_ino')}, the root's {cg.get('root_ino')}; "
+             f"fetches_queued {fetched}")
 
 
 def check(s, prog, check_fn=None, parse_trace=None, values=None):

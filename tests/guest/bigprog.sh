@@ -5,8 +5,12 @@
 # not an hrtimer, so timer:hrtimer_expire_entry does not fire in a busy program) and user
 # page faults (exceptions:page_fault_user),
 # both filtered to the program's comm, with the module's default unwinder; tests/bigprog.py
-# reads the result on the host. Usage: bigprog.sh PROGRAMS, a file of lines
-# "NAME<tab>COMM<tab>COMMAND" (COMMAND runs with sh -c).
+# reads the result on the host. Usage: bigprog.sh PROGRAMS [IMAGE], PROGRAMS a file of
+# lines "NAME<tab>COMM<tab>COMMAND" (COMMAND runs with sh -c).
+#
+# With IMAGE (scripts/bigprog.sh --cold), an ext4 image holding every file the programs
+# use: it is mounted from a loop device and each COMMAND runs chrooted into it (so the
+# paths the trace names are the host's), every page cache dropped first.
 #
 # Each program runs once with the module freshly loaded (its caches start empty, so every
 # row miss is the program's own), in a "=== PROGRAM NAME" section: the module's counters
@@ -41,7 +45,23 @@ memory() {
 		awk -v p="${1}_slabinfo" 'NR > 2 {print p, $1, $2, $3, $4}' /proc/slabinfo
 }
 
-[ -r "$1" ] || fail "usage: bigprog.sh PROGRAMS"
+[ -r "$1" ] || fail "usage: bigprog.sh PROGRAMS [IMAGE]"
+run=
+if [ -n "$2" ]; then
+	# Debian's kernel has loop and ext4 as modules (scripts/run-guest.sh).
+	if [ -f /lib/modules/extra/order ]; then
+		for m in $(cat /lib/modules/extra/order); do
+			insmod /lib/modules/extra/$m 2>/dev/null
+		done
+	fi
+	C=/mnt/cold
+	mkdir -p $C
+	losetup /dev/loop0 "$2" || fail "losetup of $2 failed"
+	mount -t ext4 -o ro /dev/loop0 $C || fail "mount of $2 failed"
+	mount --bind /proc $C/proc && mount --bind /dev $C/dev && mount --bind /tmp $C/tmp ||
+		fail "bind mounts into $C failed"
+	run="chroot $C"
+fi
 for e in $EVENTS; do
 	[ -d $T/events/$e ] || fail "this kernel has no event $e"
 done
@@ -76,6 +96,10 @@ while IFS=$tab read -r name comm cmd; do
 	result command "$cmd"
 	echo 0 >$T/tracing_on
 	echo >$T/trace
+	if [ -n "$run" ]; then
+		sync
+		echo 3 >/proc/sys/vm/drop_caches
+	fi
 	memory load_before
 	t0=$(now)
 	insmod /lib/modules/user_unwind.ko || fail "insmod failed"
@@ -91,7 +115,7 @@ while IFS=$tab read -r name comm cmd; do
 	echo 1 >$OPT
 	echo 1 >$T/tracing_on
 	t0=$(now)
-	sh -c "$cmd" </dev/null >/dev/null
+	$run sh -c "$cmd" </dev/null >/dev/null
 	status=$?
 	t1=$(now)
 	echo 0 >$T/tracing_on
@@ -121,3 +145,7 @@ done <"$1"
 section END
 echo local >$T/trace_clock
 umount /proc/kallsyms
+if [ -n "$run" ]; then
+	umount $C/tmp $C/dev $C/proc $C
+	losetup -d /dev/loop0
+fi

@@ -37,6 +37,10 @@
  *   vclock N          main -> vc_a -> vc_b -> clock_gettime(CLOCK_PROCESS_CPUTIME_ID) N
  *                     times: libc calls the vDSO, whose fallback makes the system call
  *                     (clock_gettime, 228) from the vDSO's own code
+ *   pagecg PATH       not traced: for each page of PATH in the page cache, the memory
+ *                     cgroup it is charged to (its mapping's page frame, from
+ *                     /proc/self/pagemap, looked up in /proc/kpagecgroup); prints
+ *                     "pagecg resident N" and a line "pagecg ino INO pages N" per cgroup
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -584,6 +588,58 @@ NOINLINE long vc_a(void)
 	return vc_b() + 1;
 }
 
+/* pagecg */
+
+static int pagecg(const char *path)
+{
+	long fd = open(path, O_RDONLY), pm = open("/proc/self/pagemap", O_RDONLY);
+	long cg = open("/proc/kpagecgroup", O_RDONLY), page = sysconf(_SC_PAGESIZE);
+	uint64_t inos[16], counts[16] = { 0 };
+	long n = 0, resident = 0, i, j;
+	unsigned char *map, *in;
+	volatile unsigned char sink;
+	off_t size;
+
+	if (fd < 0 || pm < 0 || cg < 0) {
+		perror("pagecg: open");
+		return 3;
+	}
+	size = lseek(fd, 0, SEEK_END);
+	map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	in = malloc(size / page + 1);
+	if (map == MAP_FAILED || !in || mincore(map, size, in)) {
+		perror("pagecg: mmap");
+		return 3;
+	}
+	for (i = 0; i < (size + page - 1) / page; i++) {
+		uint64_t entry, ino;
+
+		if (!(in[i] & 1))
+			continue;
+		/* Maps the cached page (a fault that finds it charges nothing). */
+		sink = map[i * page];
+		(void)sink;
+		if (pread(pm, &entry, 8, (uintptr_t)(map + i * page) / page * 8) != 8 ||
+		    !(entry >> 63) ||
+		    pread(cg, &ino, 8, (entry & ((1ULL << 55) - 1)) * 8) != 8) {
+			perror("pagecg: pagemap");
+			return 3;
+		}
+		resident++;
+		for (j = 0; j < n && inos[j] != ino; j++)
+			;
+		if (j == n && n < 16)
+			inos[n++] = ino;
+		if (j < 16)
+			counts[j]++;
+	}
+	printf("pagecg resident %ld\n", resident);
+	for (j = 0; j < n; j++)
+		printf("pagecg ino %llu pages %llu\n", (unsigned long long)inos[j],
+		       (unsigned long long)counts[j]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -626,13 +682,15 @@ int main(int argc, char **argv)
 		return mapstack(argv[2], atol(argv[3]));
 	} else if (!strcmp(mode, "vdso32") && argc > 2) {
 		return vdso32(atol(argv[2]));
+	} else if (!strcmp(mode, "pagecg") && argc > 2) {
+		return pagecg(argv[2]);
 	} else if (!strcmp(mode, "vclock") && argc > 2) {
 		for (long i = atol(argv[2]); i > 0; i--)
 			sum += vc_a();
 	} else {
 		fprintf(stderr, "usage: uu_review memo | exec N NICE TOTAL | storm SECONDS | "
 			"poison N USEC | devmem PATH N | uffd N | mapstack PATH N | vdso32 N | "
-			"vclock N\n");
+			"vclock N | pagecg PATH\n");
 		return 2;
 	}
 	return sum == 0;
