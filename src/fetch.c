@@ -44,8 +44,14 @@
 
 /* Requests waiting at most: the callback drops one that does not fit (fetches_dropped). */
 #define UU_FETCH_SLOTS 32
-/* Pages read ahead from a file at once (128 KiB): a table's search bisects it. */
-#define UU_FETCH_PAGES 32
+/*
+ * Pages read ahead from a file for one request (1 MiB), from the page missed on: a table's
+ * search bisects them, and its FDEs lie near one another, so that a cold file costs a few
+ * cut stacks rather than one each 128 KiB. Read in requests of UU_FETCH_CHUNK pages, the
+ * block layer's usual readahead size.
+ */
+#define UU_FETCH_PAGES 256
+#define UU_FETCH_CHUNK 32
 
 /*
  * A file's pages from @index on (@file held), or a task's page at @addr (@mm grabbed:
@@ -170,26 +176,34 @@ static void uu_fetch_release(struct uu_fetch *f)
 /*
  * Readahead passes over a folio already cached: one a read left not up to date (an I/O
  * error) would stay so until evicted, and every stack that needs it would end there.
- * Starts its read again without waiting for it, as do_read_cache_folio() does but for the
- * wait: under the folio's lock, which the read's completion releases. A folio locked by
- * another is being read or written already.
+ * Starts the read of each such folio from @index to @end again, without waiting for it,
+ * as do_read_cache_folio() does but for the wait: under the folio's lock, which the read's
+ * completion releases. A folio locked by another is being read or written already.
  */
-static void uu_fetch_reread(struct file *file, pgoff_t index)
+static void uu_fetch_reread(struct file *file, pgoff_t index, pgoff_t end)
 {
 	struct address_space *mapping = file->f_mapping;
-	struct folio *folio = filemap_get_folio(mapping, index);
+	struct folio *folio;
 
-	if (IS_ERR(folio))
+	if (!mapping->a_ops->read_folio)
 		return;
-	if (!folio_test_uptodate(folio) && mapping->a_ops->read_folio &&
-	    folio_trylock(folio)) {
-		/* Truncated, or read by another, since the look-up. */
-		if (folio->mapping != mapping || folio_test_uptodate(folio))
-			folio_unlock(folio);
-		else
-			mapping->a_ops->read_folio(file, folio);
+	while (index < end) {
+		folio = filemap_get_folio(mapping, index);
+		if (IS_ERR(folio)) {
+			index++;
+			continue;
+		}
+		index = folio_next_index(folio);
+		if (!folio_test_uptodate(folio) && folio_trylock(folio)) {
+			/* Truncated, or read by another, since the look-up. */
+			if (folio->mapping != mapping || folio_test_uptodate(folio))
+				folio_unlock(folio);
+			else
+				mapping->a_ops->read_folio(file, folio);
+		}
+		folio_put(folio);
+		cond_resched();
 	}
-	folio_put(folio);
 }
 
 /* Starts the read @f asks for. May block until the I/O is submitted, not completed. */
@@ -199,11 +213,15 @@ static void uu_fetch_one(struct uu_fetch *f)
 
 	if (f->file) {
 		struct address_space *mapping = f->file->f_mapping;
+		pgoff_t end = DIV_ROUND_UP(i_size_read(mapping->host), PAGE_SIZE);
 		struct file_ra_state ra;
+		pgoff_t i;
 
+		end = min(end, f->at + UU_FETCH_PAGES);
 		file_ra_state_init(&ra, mapping);
-		page_cache_sync_readahead(mapping, &ra, f->file, f->at, UU_FETCH_PAGES);
-		uu_fetch_reread(f->file, f->at);
+		for (i = f->at; i < end; i += UU_FETCH_CHUNK)
+			page_cache_sync_readahead(mapping, &ra, f->file, i, UU_FETCH_CHUNK);
+		uu_fetch_reread(f->file, f->at, end);
 		return;
 	}
 	if (!mmget_not_zero(f->mm))

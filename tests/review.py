@@ -421,6 +421,26 @@ def check_dm(check_fn, s, parse_trace, values, prog, cache):
              f"status {status}, {len(mine)} stacks, {len(complete)} complete, others {others}")
     print(f"# review: dm: resumed with libc's pages dropped: {len(complete)} of {len(mine)} "
           "stacks complete, the others cut with reason read while the pages came in")
+    v = values(s.get("REVIEW_DM_EIO", []))
+    events = parse_trace(s.get("REVIEW_DM_EIO", []))
+    cut = truncations(events)
+    eio = [c for c, _ in by_cookie(events, "uu_nofp") if cut.get(c, (0, ""))[1] == "read"]
+    events = parse_trace(s.get("REVIEW_DM_REREAD", []))
+    status = values(s.get("REVIEW_DM_REREAD", [])).get("status")
+    cut = truncations(events)
+    mine = [(c, f) for c, f in by_cookie(events, "uu_nofp")]
+    complete = [c for c, f in mine if c not in cut
+                and is_chain(symbolize(f, prog, cache), CHAINS["UNWIND_CHAIN"])]
+    check_fn("review: dm: libc's search table behind an error target cuts stacks with reason "
+             "read; once the device answers, the folios the failed reads left are read again "
+             "and the last 10 stacks are complete",
+             v.get("table_status") == "0" and v.get("linear_status") == "0" and eio
+             and status == "0" and len(mine) == 40
+             and {c for c, _ in mine[-10:]} <= set(complete),
+             f"table {v.get('table')!r} status {v.get('table_status')}, {len(eio)} cut with "
+             f"read on errors; then status {status}, {len(mine)} stacks, {len(complete)} "
+             f"complete, {sorted(set(cut[c][1] for c, _ in mine if c in cut))} cut")
+    print(f"# review: dm: after read errors: {len(complete)} of {len(mine)} stacks complete")
     cg = values(s.get("REVIEW_DM_CGROUP", []))
     if cg.get("cgroup", "none") == "none":
         print("# review: dm: no memory cgroups in this kernel: the fetch thread's charges "

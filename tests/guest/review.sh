@@ -322,6 +322,33 @@ if [ "$dm_status" = 0 ]; then
 		done
 		umount /sys/fs/cgroup
 	fi
+	# A read that failed (fourth review's low finding 7): the whole pages of that libc's
+	# .eh_frame_hdr answered by an error target while a program's stacks need them, so that
+	# the fetch thread's reads fail and leave their folios cached, not up to date; then the
+	# device answers again, and later stacks must be complete: readahead passes over a
+	# cached folio, so the thread must read those again. The module is loaded afresh, so
+	# that no table of that libc is kept from the stacks before.
+	rmmod user_unwind && insmod /lib/modules/user_unwind.ko
+	echo global >$T/trace_clock
+	sectors=$(($(stat -c %s /lib/uu-dm.img) / 512))
+	echo 1 >/proc/sys/vm/drop_caches
+	uu_review errtable $DM/libc.so.6 $sectors /dev/loop0 >/tmp/errtable &&
+		dmsetup --noudevsync load uu /tmp/errtable &&
+		dmsetup --noudevsync resume uu
+	eio=$?
+	traced REVIEW_DM_EIO 'id == 110' sh -c 'for i in 1 2 3; do
+		LD_LIBRARY_PATH=/mnt/dm timeout -s KILL 60 uu_nofp chain 5 || exit 1
+		sleep 0.3
+	done'
+	result table_status $eio
+	result table "$(tr '\n' ';' </tmp/errtable)"
+	dmsetup --noudevsync load uu --table "0 $sectors linear /dev/loop0 0" &&
+		dmsetup --noudevsync resume uu
+	result linear_status $?
+	traced REVIEW_DM_REREAD 'id == 110' sh -c 'for i in 1 2 3 4 5 6 7 8; do
+		LD_LIBRARY_PATH=/mnt/dm timeout -s KILL 60 uu_nofp chain 5 || exit 1
+		sleep 0.2
+	done'
 	umount $DM
 	dmsetup --noudevsync remove uu
 	losetup -d /dev/loop0

@@ -37,6 +37,11 @@
  *   vclock N          main -> vc_a -> vc_b -> clock_gettime(CLOCK_PROCESS_CPUTIME_ID) N
  *                     times: libc calls the vDSO, whose fallback makes the system call
  *                     (clock_gettime, 228) from the vDSO's own code
+ *   errtable PATH SECTORS DEV
+ *                     not traced: prints a device-mapper table of SECTORS sectors, DEV
+ *                     mapped linearly but for the blocks of the whole pages of PATH's
+ *                     .eh_frame_hdr (PATH on a filesystem on that table's device, at
+ *                     sector 0 of DEV), which an error target answers (FIBMAP)
  *   pagecg PATH       not traced: for each page of PATH in the page cache, the memory
  *                     cgroup it is charged to (its mapping's page frame, from
  *                     /proc/self/pagemap, looked up in /proc/kpagecgroup); prints
@@ -47,6 +52,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
+#include <linux/fs.h>
 #include <linux/userfaultfd.h>
 #include <sched.h>
 #include <stdint.h>
@@ -588,6 +594,77 @@ NOINLINE long vc_a(void)
 	return vc_b() + 1;
 }
 
+/* errtable */
+
+struct et_run {
+	unsigned long long start, len;	/* in 512-byte sectors */
+};
+
+static int et_cmp(const void *a, const void *b)
+{
+	const struct et_run *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int errtable(const char *path, unsigned long long sectors, const char *dev)
+{
+	long fd = open(path, O_RDONLY), page = sysconf(_SC_PAGESIZE);
+	unsigned long long from = 0, to = 0, at = 0, off, sec;
+	struct et_run runs[256];
+	int bsz, n = 0, i;
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+
+	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    ioctl(fd, FIGETBSZ, &bsz) || bsz < 512 || bsz % 512) {
+		perror("errtable");
+		return 3;
+	}
+	for (i = 0; i < eh.e_phnum; i++) {
+		if (pread(fd, &ph, sizeof(ph), eh.e_phoff + (off_t)i * eh.e_phentsize) != sizeof(ph))
+			return 3;
+		if (ph.p_type == PT_GNU_EH_FRAME) {
+			from = (ph.p_offset + page - 1) / page * page;
+			to = (ph.p_offset + ph.p_filesz) / page * page;
+		}
+	}
+	if (from >= to) {
+		fprintf(stderr, "errtable: no whole page of .eh_frame_hdr in %s\n", path);
+		return 3;
+	}
+	/* The blocks of [from, to), as runs of sectors, merged where adjacent. */
+	for (off = from; off < to; off += bsz) {
+		int blk = off / bsz;
+
+		if (ioctl(fd, FIBMAP, &blk) || !blk) {
+			perror("errtable: FIBMAP");
+			return 3;
+		}
+		sec = (unsigned long long)blk * (bsz / 512);
+		if (n && runs[n - 1].start + runs[n - 1].len == sec) {
+			runs[n - 1].len += bsz / 512;
+		} else if (n < 256) {
+			runs[n].start = sec;
+			runs[n++].len = bsz / 512;
+		} else {
+			return 3;
+		}
+	}
+	qsort(runs, n, sizeof(runs[0]), et_cmp);
+	for (i = 0; i < n; i++) {
+		if (runs[i].start < at || runs[i].start + runs[i].len > sectors)
+			return 3;
+		if (runs[i].start > at)
+			printf("%llu %llu linear %s %llu\n", at, runs[i].start - at, dev, at);
+		printf("%llu %llu error\n", runs[i].start, runs[i].len);
+		at = runs[i].start + runs[i].len;
+	}
+	if (at < sectors)
+		printf("%llu %llu linear %s %llu\n", at, sectors - at, dev, at);
+	return 0;
+}
+
 /* pagecg */
 
 static int pagecg(const char *path)
@@ -682,6 +759,8 @@ int main(int argc, char **argv)
 		return mapstack(argv[2], atol(argv[3]));
 	} else if (!strcmp(mode, "vdso32") && argc > 2) {
 		return vdso32(atol(argv[2]));
+	} else if (!strcmp(mode, "errtable") && argc > 4) {
+		return errtable(argv[2], strtoull(argv[3], NULL, 0), argv[4]);
 	} else if (!strcmp(mode, "pagecg") && argc > 2) {
 		return pagecg(argv[2]);
 	} else if (!strcmp(mode, "vclock") && argc > 2) {
@@ -690,7 +769,7 @@ int main(int argc, char **argv)
 	} else {
 		fprintf(stderr, "usage: uu_review memo | exec N NICE TOTAL | storm SECONDS | "
 			"poison N USEC | devmem PATH N | uffd N | mapstack PATH N | vdso32 N | "
-			"vclock N | pagecg PATH\n");
+			"vclock N | errtable PATH SECTORS DEV | pagecg PATH\n");
 		return 2;
 	}
 	return sum == 0;
