@@ -205,6 +205,15 @@ def program(name, lines, trace, names, kernel, keep):
         print(f"  {label}: {len(part)} stacks, cut with reason read {read} "
               f"({100 * read / max(len(part), 1):.1f} %), rooted at _start "
               f"{100 * warm / max(len(part), 1):.1f} %")
+    by = collections.defaultdict(lambda: [0, 0, 0])
+    for i, (c, _) in enumerate(stacks):
+        b = by[int((at[c] - t0) // 2)]
+        b[0] += 1
+        b[1] += cut.get(c, (0, ""))[1] == "read"
+        b[2] += is_rooted[i]
+    print("  by 2 s of the run, stacks cut with reason read / stacks (rooted at _start): "
+          + ", ".join(f"{2 * k} s {r}/{n} ({100 * w / n:.1f} %)"
+                      for k, (n, r, w) in sorted(by.items())))
 
     folded = collections.Counter(
         ";".join(names.show(p, o, i > 0) for i, (o, p) in reversed(list(enumerate(f))))
