@@ -29,9 +29,9 @@
  * Context: uu_fetch_file() and uu_fetch_user() in task context, without sleeping (a
  * spinlock, reference counts, a wake-up). Lock order: uu_fetch_lock is a leaf.
  */
+#include <linux/cgroup.h>
 #include <linux/file.h>
 #include <linux/fs.h>
-#include <linux/cgroup.h>
 #include <linux/kthread.h>
 #include <linux/memcontrol.h>
 #include <linux/mm.h>
