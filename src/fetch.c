@@ -21,15 +21,16 @@
  * so that rmmod fails at once with -EWOULDBLOCK ("in use": try_stop_module()) rather
  * than waiting, and succeeds once the device answers.
  *
- * The thread reads on the requester's behalf: the pages are charged to the requesting
- * task's memory cgroup (set_active_memcg()) and the I/O to its io cgroup
- * (kthread_associate_blkcg()), as the loop driver does for its worker threads, so that
- * no task's unwinds read into another's cgroup or the root's.
+ * The pages the thread reads are charged to the requesting task's memory cgroup
+ * (set_active_memcg(), as the loop driver does for its workers), not to the root's. Its
+ * I/O is not associated with the task's io cgroup (kthread_associate_blkcg()): the thread
+ * serves every task in turn, and a cgroup whose I/O is throttled (iocost, io.max) would
+ * put it to sleep in submit_bio() (ioc_rqos_throttle()) and delay every other cgroup's
+ * reads behind its own. A request reads at most 1 MiB of a file its task maps.
  *
  * Context: uu_fetch_file() and uu_fetch_user() in task context, without sleeping (a
  * spinlock, reference counts, a wake-up). Lock order: uu_fetch_lock is a leaf.
  */
-#include <linux/cgroup.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/kthread.h>
@@ -56,15 +57,13 @@
 /*
  * A file's pages from @index on (@file held), or a task's page at @addr (@mm grabbed:
  * its mm_struct, not its address space, which an exiting task frees as it would), for a
- * requester in the memory cgroup @memcg and the io cgroup @blkcg (both held; NULL when
- * the kernel has no such controller).
+ * requester in the memory cgroup @memcg (held; NULL without memory cgroups).
  */
 struct uu_fetch {
 	struct file *file;
 	struct mm_struct *mm;
 	unsigned long at;
 	struct mem_cgroup *memcg;
-	struct cgroup_subsys_state *blkcg;
 };
 
 static DEFINE_SPINLOCK(uu_fetch_lock);
@@ -82,19 +81,9 @@ static bool uu_fetch_same(const struct uu_fetch *f, struct file *file,
 	return f->mm == mm && f->at == at;
 }
 
-/* Current's io cgroup, held, or NULL. Context: any that may take a spinlock. */
-static struct cgroup_subsys_state *uu_fetch_blkcg(void)
-{
-#ifdef CONFIG_BLK_CGROUP
-	return task_get_css(current, io_cgrp_id);
-#else
-	return NULL;
-#endif
-}
-
 /*
  * Queues a request for what @file/@mm and @at ask for, taking a reference on either and
- * on current's cgroups.
+ * on current's memory cgroup.
  */
 static void uu_fetch_push(struct file *file, struct mm_struct *mm, unsigned long at)
 {
@@ -118,9 +107,8 @@ static void uu_fetch_push(struct file *file, struct mm_struct *mm, unsigned long
 		if (mm)
 			mmgrab(mm);
 		f->at = at;
-		/* Neither sleeps: RCU and css_tryget() (the root's count is not kept). */
+		/* No sleep: RCU and css_tryget() (the root's count is not kept). */
 		f->memcg = get_mem_cgroup_from_mm(current->mm);
-		f->blkcg = uu_fetch_blkcg();
 		wake_up_process(uu_fetch_task);
 	}
 	uu_stat_add(UU_STAT_FETCHES_QUEUED, 1);
@@ -169,23 +157,24 @@ static void uu_fetch_release(struct uu_fetch *f)
 	if (f->mm)
 		mmdrop(f->mm);
 	mem_cgroup_put(f->memcg);
-	if (f->blkcg)
-		css_put(f->blkcg);
 }
 
 /*
  * Readahead passes over a folio already cached: one a read left not up to date (an I/O
  * error) would stay so until evicted, and every stack that needs it would end there.
  * Starts the read of each such folio from @index to @end again, without waiting for it,
- * as do_read_cache_folio() does but for the wait: under the folio's lock, which the read's
- * completion releases. A folio locked by another is being read or written already.
+ * as filemap_update_page() does but for the wait: under the mapping's invalidate lock
+ * (read_folio's rule: Documentation/filesystems/locking.rst; a hole punch holds it to keep
+ * freed blocks from being read into the cache), tried, and the folio's lock, which the
+ * read's completion releases. A folio locked by another is being read or written already;
+ * a truncate or hole punch under way leaves the folios to a later request.
  */
 static void uu_fetch_reread(struct file *file, pgoff_t index, pgoff_t end)
 {
 	struct address_space *mapping = file->f_mapping;
 	struct folio *folio;
 
-	if (!mapping->a_ops->read_folio)
+	if (!mapping->a_ops->read_folio || !filemap_invalidate_trylock_shared(mapping))
 		return;
 	while (index < end) {
 		folio = filemap_get_folio(mapping, index);
@@ -202,8 +191,8 @@ static void uu_fetch_reread(struct file *file, pgoff_t index, pgoff_t end)
 				mapping->a_ops->read_folio(file, folio);
 		}
 		folio_put(folio);
-		cond_resched();
 	}
+	filemap_invalidate_unlock_shared(mapping);
 }
 
 /* Starts the read @f asks for. May block until the I/O is submitted, not completed. */
@@ -214,13 +203,18 @@ static void uu_fetch_one(struct uu_fetch *f)
 	if (f->file) {
 		struct address_space *mapping = f->file->f_mapping;
 		pgoff_t end = DIV_ROUND_UP(i_size_read(mapping->host), PAGE_SIZE);
-		struct file_ra_state ra;
+		struct file_ra_state ra = {};
 		pgoff_t i;
 
 		end = min(end, f->at + UU_FETCH_PAGES);
 		file_ra_state_init(&ra, mapping);
+		/*
+		 * As a reader of the whole range would (a device with readahead off, or a
+		 * congested io cgroup, reads one page a call: the rest at later requests).
+		 */
 		for (i = f->at; i < end; i += UU_FETCH_CHUNK)
 			page_cache_sync_readahead(mapping, &ra, f->file, i, UU_FETCH_CHUNK);
+		/* Not under the invalidate lock: readahead takes it. */
 		uu_fetch_reread(f->file, f->at, end);
 		return;
 	}
@@ -260,9 +254,7 @@ static int uu_fetch_thread(void *unused)
 		    try_module_get(THIS_MODULE)) {
 			struct mem_cgroup *old = set_active_memcg(f.memcg);
 
-			kthread_associate_blkcg(f.blkcg);
 			uu_fetch_one(&f);
-			kthread_associate_blkcg(NULL);
 			set_active_memcg(old);
 			module_put(THIS_MODULE);
 		}

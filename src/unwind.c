@@ -28,6 +28,7 @@
  */
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/gfs2_ondisk.h>
 #include <linux/highmem.h>
 #include <linux/magic.h>
 #include <linux/mm.h>
@@ -110,11 +111,25 @@ static bool uu_vma_ordinary(struct vm_area_struct *vma)
 	return !(vma->vm_flags & (VM_IO | VM_PFNMAP));
 }
 
-/* Whether the block device or memory behind @sb serves every fault (no server, no daemon). */
+/*
+ * Whether the block device or memory behind @sb serves every fault (no server, no daemon,
+ * no cluster lock). fuseblk requires a device, but its daemon serves the reads; gfs2 and
+ * ocfs2 read under a cluster lock their own paths take (gfs2_fault() holds the glock),
+ * which the fetch thread's readahead would not: it could cache what another node has
+ * since written.
+ */
 static bool uu_sb_local(const struct super_block *sb)
 {
-	return (sb->s_type->fs_flags & FS_REQUIRES_DEV) || sb->s_magic == TMPFS_MAGIC ||
-	       sb->s_magic == RAMFS_MAGIC;
+	switch (sb->s_magic) {
+	case TMPFS_MAGIC:
+	case RAMFS_MAGIC:
+		return true;
+	case FUSE_SUPER_MAGIC:
+	case GFS2_MAGIC:
+	case OCFS2_SUPER_MAGIC:
+		return false;
+	}
+	return sb->s_type->fs_flags & FS_REQUIRES_DEV;
 }
 
 /*
