@@ -87,13 +87,15 @@ static DEFINE_SPINLOCK(uu_tables_lock);
 static DEFINE_MUTEX(uu_tables_write);
 static atomic_long_t uu_table_bytes = ATOMIC_LONG_INIT(0);
 static atomic_long_t uu_table_count = ATOMIC_LONG_INIT(0);
+/* Of uu_table_bytes, the tables out of the hash that RCU has yet to free. */
+static atomic_long_t uu_table_dropped = ATOMIC_LONG_INIT(0);
 static struct shrinker *uu_tables_shrinker;
 
-/* Gives @t's charge back to its user. Context: uu_tables_lock held, or @t never hashed. */
+/* Gives the charge of @t, out of the hash now, back to its user. Context: uu_tables_lock held. */
 static void uu_table_uncharge(struct uu_table *t)
 {
-	if (t->charged)
-		atomic_long_sub(t->bytes, &uu_table_users[t->user].bytes);
+	atomic_long_sub(t->bytes, &uu_table_users[t->user].bytes);
+	atomic_long_add(t->bytes, &uu_table_dropped);
 	t->charged = false;
 }
 
@@ -102,7 +104,10 @@ static void uu_table_free_rcu(struct rcu_head *rcu)
 	struct uu_table *t = container_of(rcu, struct uu_table, rcu);
 
 	/* Charged still only if it was never published; nobody else sees it then. */
-	uu_table_uncharge(t);
+	if (t->charged)
+		atomic_long_sub(t->bytes, &uu_table_users[t->user].bytes);
+	else
+		atomic_long_sub(t->bytes, &uu_table_dropped);
 	atomic_long_sub(t->bytes, &uu_table_bytes);
 	atomic_long_dec(&uu_table_count);
 	kvfree(t);
@@ -285,8 +290,8 @@ static struct uu_table *uu_tables_victim(struct uu_table_user *me, bool over, lo
  * Charged to current's real uid. Makes room under table_kib by dropping tables as
  * uu_tables_victim() picks them, at most one scan for them every UU_TABLE_RESCAN for a
  * user when a scan found none. The memory of tables dropped here counts until RCU frees
- * them, but not against the new one: for a moment the tables may take table_kib and what
- * this call dropped.
+ * them (and their last holder lets go), but not against the new one: for a moment the
+ * tables may take table_kib and tables dropped and not yet freed.
  *
  * Context: task (the deferred callback of current's stack).
  * Return: the table, held, or NULL when it does not fit or cannot be allocated.
@@ -298,7 +303,7 @@ struct uu_table *uu_table_alloc(size_t nwords, u64 **words)
 	struct uu_table_user *u;
 	struct uu_table *t, *victim;
 	size_t bytes = struct_size(t, words, nwords);	/* SIZE_MAX on overflow */
-	long freed = 0;
+	long freed = 0;	/* dropped here: counted until freed, not against the new one */
 	u8 user;
 
 	if (bytes > limit)
@@ -309,7 +314,8 @@ struct uu_table *uu_table_alloc(size_t nwords, u64 **words)
 
 		spin_lock(&uu_tables_lock);
 		u = uu_table_user(uid);
-		if (atomic_long_read(&uu_table_bytes) - freed + (long)bytes <= (long)limit)
+		if (atomic_long_read(&uu_table_bytes) + (long)bytes -
+		    min(freed, atomic_long_read(&uu_table_dropped)) <= (long)limit)
 			break;
 		/* A scan found none for this user: the next may, once a table has aged. */
 		if (time_before(jiffies, u->full_until)) {
