@@ -333,14 +333,14 @@ def check_fair(check_fn, s, parse_trace, values, prog, cache):
     mine = [e for e in events if e["event"] == "user_unwind_stack" and e["comm"] == "uu_honest"]
     deep = [e for e in mine if len(e["frames"]) >= 19]
     distinct = {f for e in mine for f in e["frames"]}
-    parsed = after.get("unwind_rows_parsed", 0) - before.get("unwind_rows_parsed", 0)
+    def grown(name):
+        return after.get(name, 0) - before.get(name, 0)
+    parsed = grown("unwind_rows_parsed")
     ratio = parsed / len(distinct) if distinct else float("inf")
     print(f"# review: fair: the honest program: {len(mine)} stacks, {len(distinct)} distinct "
           f"frame addresses, {parsed} rows parsed while it ran: {ratio:.2f} a distinct address; "
-          f"tables made {after.get('unwind_tables_made', 0) - before.get('unwind_tables_made', 0)}, "
-          f"dropped {after.get('unwind_tables_dropped', 0) - before.get('unwind_tables_dropped', 0)}, "
-          f"evicted {after.get('unwind_tables_evicted', 0) - before.get('unwind_tables_evicted', 0)}, "
-          f"refused {after.get('unwind_tables_refused', 0) - before.get('unwind_tables_refused', 0)}")
+          f"tables made {grown('unwind_tables_made')}, dropped {grown('unwind_tables_dropped')}, "
+          f"evicted {grown('unwind_tables_evicted')}, refused {grown('unwind_tables_refused')}")
     check_fn("review: fair: beside the hoarder, the honest program (uid 1000) made its 512 "
              f"stacks, complete, at {FAIR_RATIO} rows parsed or less per distinct frame address",
              v.get("status") == "0" and len(mine) == FAIR_STACKS and len(deep) == len(mine)
