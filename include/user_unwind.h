@@ -149,7 +149,7 @@ void uu_tables_write_lock(void);
 void uu_tables_write_unlock(void);
 unsigned long uu_tables_retry_at(void);
 bool uu_tables_retry_now(unsigned long at);
-void uu_tables_memory(unsigned long *bytes, unsigned long *count);
+void uu_tables_memory(unsigned long *bytes, unsigned long *count, unsigned long *users);
 int uu_tables_init(void);
 void uu_tables_exit(void);
 
@@ -193,10 +193,11 @@ enum uu_stat {
 	UU_STAT_UNWIND_TABLES_UNSTABLE,	/* tables read while their file was written: not cached */
 	UU_STAT_UNWIND_ROWS_PARSED,	/* row misses that ran an FDE's program (first sights) */
 	UU_STAT_UNWIND_TABLES_MADE,	/* files' tables made */
-	UU_STAT_UNWIND_TABLES_DROPPED,	/* files' tables dropped for memory (idle ones only) */
+	UU_STAT_UNWIND_TABLES_DROPPED,	/* files' tables dropped for memory */
 	UU_STAT_UNWIND_TABLES_REFUSED,	/* files' tables not made or grown: table_kib, no memory */
 	UU_STAT_FETCHES_QUEUED,		/* pages the callback missed, asked of the fetch thread */
 	UU_STAT_FETCHES_DROPPED,	/* ... not asked: its queue was full */
+	UU_STAT_UNWIND_TABLES_EVICTED,	/* files' tables in use dropped: user over its share */
 	UU_STAT_NR
 };
 

@@ -45,6 +45,9 @@ copy_with_libs "$PROG/uu_hostile_cfi" /usr/bin/uu_hostile_cfi
 copy_with_libs "$PROG/uu_bench_nofp" /usr/bin/uu_bench_nofp
 copy_with_libs "$PROG/uu_review" /usr/bin/uu_review
 copy_with_libs "$PROG/uu_bench_cold" /usr/bin/uu_bench_cold
+copy_with_libs "$PROG/uu_hoard" /usr/bin/uu_hoard
+copy_with_libs "$PROG/uu_honest" /usr/bin/uu_honest
+install -m 0755 "$PROG/libuuhoard.so" "$OUT/usr/lib/libuuhoard.so"
 install -m 0644 "$ROOT/tests/guest/unwind.sh" "$OUT/lib/uu-unwind.sh"
 install -m 0644 "$ROOT/tests/guest/review.sh" "$OUT/lib/uu-review.sh"
 for prog in uu_maps uu_exec uu_perf uu_dlone uu_ab uu_offcpu uu_top; do

@@ -173,6 +173,7 @@ mod tests {
             (Stat::UnwindTablesRefused, c"unwind_tables_refused"),
             (Stat::FetchesQueued, c"fetches_queued"),
             (Stat::FetchesDropped, c"fetches_dropped"),
+            (Stat::UnwindTablesEvicted, c"unwind_tables_evicted"),
         ] {
             // SAFETY: C returns a static NUL-terminated string for every value.
             let got = unsafe { CStr::from_char_ptr(ffi::uu_stat_name(stat as u32)) };

@@ -51,6 +51,7 @@ static const char *const uu_stat_names[UU_STAT_NR] = {
 	[UU_STAT_UNWIND_TABLES_REFUSED] = "unwind_tables_refused",
 	[UU_STAT_FETCHES_QUEUED] = "fetches_queued",
 	[UU_STAT_FETCHES_DROPPED] = "fetches_dropped",
+	[UU_STAT_UNWIND_TABLES_EVICTED] = "unwind_tables_evicted",
 };
 
 void uu_stat_add(enum uu_stat stat, unsigned long n)
@@ -80,14 +81,15 @@ const char *uu_stat_name(u32 stat)
 
 static int uu_stats_show(struct seq_file *m, void *v)
 {
-	unsigned long bytes, tables;
+	unsigned long bytes, tables, users;
 	int stat;
 
 	for (stat = 0; stat < UU_STAT_NR; stat++)
 		seq_printf(m, "%s: %llu\n", uu_stat_names[stat], uu_stat_read(stat));
 	/* Not counters: what the files' tables take now. */
-	uu_tables_memory(&bytes, &tables);
-	seq_printf(m, "unwind_tables: %lu\nunwind_table_bytes: %lu\n", tables, bytes);
+	uu_tables_memory(&bytes, &tables, &users);
+	seq_printf(m, "unwind_tables: %lu\nunwind_table_bytes: %lu\nunwind_table_users: %lu\n",
+		   tables, bytes, users);
 	return 0;
 }
 

@@ -53,6 +53,9 @@ pub(crate) enum Stat {
     // Counted in C; named here for the KUnit check of the names.
     #[cfg_attr(not(CONFIG_KUNIT), allow(dead_code))]
     FetchesDropped = 34,
+    // Counted in C; named here for the KUnit check of the names.
+    #[cfg_attr(not(CONFIG_KUNIT), allow(dead_code))]
+    UnwindTablesEvicted = 35,
 }
 
 /// The sum of `stat` over all CPUs.

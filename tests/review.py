@@ -307,6 +307,49 @@ def check_churn(check_fn, s, parse_trace, values, prog, cache):
              str(v))
 
 
+# The honest program of the fairness test: its stacks (uu_honest 1000 512 16), and the
+# most rows parsed per distinct frame address it may cost (the bigprog target).
+FAIR_STACKS = 512
+FAIR_RATIO = 1.2
+
+
+def check_fair(check_fn, s, parse_trace, values, prog, cache):
+    """Issue 35: a hoarder (uid 2000) whose ten large tables fill table_kib and are never
+    idle, beside an honest program (uid 1000): the honest program, under its share, gets
+    its table, so it parses about one row per distinct frame address; refused one (the
+    limit held by tables in use), every row cache miss parses again, about two each."""
+    v = values(s.get("REVIEW_FAIR", []))
+    before = stats(s.get("REVIEW_FAIR_BEFORE", []))
+    after = stats(s.get("REVIEW_FAIR_AFTER", []))
+    full = before.get("unwind_table_bytes", 0) >= 768 << 10
+    check_fn("review: fair: the hoarder (uid 2000) ran, and its tables filled the 1 MiB limit "
+             "before the honest program started",
+             v.get("hoarder_status") == "0" and v.get("hoarder", "").startswith("rounds ")
+             and full and before.get("unwind_tables_refused", 0) >= 1,
+             f"{v.get('hoarder_status')} {v.get('hoarder')}, tables "
+             f"{before.get('unwind_tables')} of {before.get('unwind_table_bytes')} bytes, "
+             f"refused {before.get('unwind_tables_refused')}")
+    events = parse_trace(s.get("REVIEW_FAIR", []))
+    mine = [e for e in events if e["event"] == "user_unwind_stack" and e["comm"] == "uu_honest"]
+    deep = [e for e in mine if len(e["frames"]) >= 19]
+    distinct = {f for e in mine for f in e["frames"]}
+    def grown(name):
+        return after.get(name, 0) - before.get(name, 0)
+    parsed = grown("unwind_rows_parsed")
+    ratio = parsed / len(distinct) if distinct else float("inf")
+    print(f"# review: fair: the honest program: {len(mine)} stacks, {len(distinct)} distinct "
+          f"frame addresses, {parsed} rows parsed while it ran: {ratio:.2f} a distinct address; "
+          f"tables made {grown('unwind_tables_made')}, dropped {grown('unwind_tables_dropped')}, "
+          f"evicted {grown('unwind_tables_evicted')}, refused {grown('unwind_tables_refused')}")
+    check_fn("review: fair: beside the hoarder, the honest program (uid 1000) made its 512 "
+             f"stacks, complete, at {FAIR_RATIO} rows parsed or less per distinct frame address",
+             v.get("status") == "0" and len(mine) == FAIR_STACKS and len(deep) == len(mine)
+             and len(distinct) >= 4096 and ratio <= FAIR_RATIO,
+             f"status {v.get('status')}, {len(mine)} stacks ({len(deep)} of 19 frames or more), "
+             f"{len(distinct)} distinct addresses, {parsed} rows parsed: {ratio:.2f} each, "
+             f"overrun {v.get('overrun')}")
+
+
 def check_uffd(check_fn, s, parse_trace, values, prog, cache):
     """1: the stack in memory registered with userfaultfd and never served: the system call
     returns, its stack cut short, the others' stacks complete; rmmod is bounded."""
@@ -476,7 +519,7 @@ def check(s, prog, check_fn=None, parse_trace=None, values=None):
     check_fn("review: the module loads with the .eh_frame unwinder",
              v.get("insmod_status") == "0" and v.get("unwinder") == "eh_frame", str(v))
     for fn in (check_loader, check_ctor, check_memo, check_devmem, check_exec, check_poison, check_churn,
-               check_vdso32, check_dm, check_uffd):
+               check_fair, check_vdso32, check_dm, check_uffd):
         fn(check_fn, s, parse_trace, values, prog, cache)
 
 

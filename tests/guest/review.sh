@@ -163,6 +163,44 @@ result bad_status $bad
 result value "$(cat $P)"
 result kib "$kib"
 
+# Issue 35: each user's fair share of the files' tables. Their memory limit lowered to
+# 1 MiB and every table dropped, a hoarder running as uid 2000 maps ten copies of
+# libuuhoard.so (8192 functions: a 145 KiB table each) and every 0.1 s makes a system call
+# through each copy, down a function no recent stack went through: its tables fill the
+# limit and, each missed every 0.1 s, are never idle. Beside it, an honest program running
+# as uid 1000 makes 512 stacks of 16 frames from one function's 4096 call sites (two
+# rounds of them, more addresses than the row cache holds; its table, as large as one of
+# the hoarder's, does not fit in what the hoarder leaves free): with a table of its own,
+# each FDE is parsed once; refused one, every row cache miss parses again.
+# tests/review.py divides the rows parsed while it runs by its distinct frame addresses.
+echo 0 >$P
+echo 1024 >$P
+mkdir -p /tmp/hoard
+for i in 0 1 2 3 4 5 6 7 8 9; do
+	cp /usr/lib/libuuhoard.so /tmp/hoard/lib$i.so
+done
+rm -f /tmp/hoard.stop
+review_begin 'id == 110'
+timeout -s KILL 120 uu_hoard 2000 100 100 /tmp/hoard.stop /tmp/hoard/lib*.so >/tmp/hoard.out 2>&1 &
+hoarder=$!
+sleep 3
+review_stats REVIEW_FAIR_BEFORE
+timeout -s KILL 100 uu_honest 1000 512 16 >/tmp/honest.out 2>&1
+status=$?
+review_stats REVIEW_FAIR_AFTER
+touch /tmp/hoard.stop
+wait $hoarder
+hoarded=$?
+review_end REVIEW_FAIR
+result status $status
+result hoarder_status $hoarded
+result honest "$(cat /tmp/honest.out)"
+result hoarder "$(cat /tmp/hoard.out)"
+result overrun "$(rb overrun)"
+cat $T/trace
+echo "$kib" >$P
+rm -rf /tmp/hoard /tmp/hoard.stop
+
 # 7. The 32-bit vDSO (fourth review): with the caches fresh, a 64-bit task swaps its vDSO
 # for the 32-bit image and makes system calls from a stack whose return address points
 # into it (the first vDSO the unwinder looks up); then an honest program's system calls
