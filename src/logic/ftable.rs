@@ -13,13 +13,14 @@
 //! | 1 | row capacity `cap` |
 //! | 1 | rows used |
 //! | 1 | the search index's shift (`u64::MAX`: none) |
-//! | [`INFO_WORDS`] | the object's segments, entry point and `.eh_frame_hdr` |
+//! | [`INFO_WORDS`] | the object's segments, entry point and `.eh_frame_hdr` (or `.eh_frame` section) |
 //! | `count` | the search table, sorted: an FDE's first address (low half) and its address (high half), the object's own link-time addresses |
 //! | [`index_words`]`(count)` | the search index: per span of `1 << shift` bytes from the first FDE's address, the index of the last FDE at or below the span's start, two a word |
 //! | `count` | per FDE: 0 until its rows are kept; then its first row, its number of rows and the length it covers |
 //! | 3 × `cap` | rows, an FDE's consecutive, each the row cache's three words with its first address (from the FDE's) in the third's bits 8-31 |
 //!
-//! The search table is a copy of the `.eh_frame_hdr`'s, read once when the table is made:
+//! The search table is a copy of the `.eh_frame_hdr`'s, read once when the table is made
+//! (for an object without one, made from its `.eh_frame` section and sorted, [`sort`]):
 //! a lookup bisects it in memory instead of reading the file at each probe, and only
 //! between the two FDEs the search index gives for the address's span (as the kernel's
 //! ORC unwinder's `orc_lookup`): about two FDEs a span, so a bisection of a few steps

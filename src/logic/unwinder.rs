@@ -28,12 +28,14 @@
 //!   Only rows without DWARF expressions are kept (a PLT entry's or a signal trampoline's
 //!   row is parsed each time).
 //! - The files' tables ([`super::ftable`], through [`Task::table`]), behind it: per file,
-//!   a copy of its `.eh_frame_hdr` search table and every row of each FDE a stack needed
+//!   a copy of its `.eh_frame_hdr` search table (or, without one, the same made from its
+//!   `.eh_frame` section, [`super::cfi::walk`]) and every row of each FDE a stack needed
 //!   so far, in memory the task's side allocates in the callback and bounds. A row cache
 //!   miss bisects them in memory; only an FDE no stack needed before is read from the file
 //!   and parsed (all its rows at once, in one run of its program).
-//! - [`TableCache`]: per file, its segments, entry point and `.eh_frame_hdr` (or that it
-//!   has none): [`TABLE_SLOTS`] slots of 208 bytes, for the files without a table.
+//! - [`TableCache`]: per file, its segments, entry point and `.eh_frame_hdr` (or without
+//!   one its `.eh_frame` section, or that it has neither): [`TABLE_SLOTS`] slots of 208
+//!   bytes, for the files without a table.
 //!
 //! Each slot of the two static caches is a sequence lock over atomics: a writer that finds
 //! the slot being written skips it, a reader that sees it change misses. No lock, no
@@ -500,7 +502,7 @@ fn mix(a: u64, b: u64) -> u64 {
         .rotate_left(31)
 }
 
-/// Per file: its segments, entry point and `.eh_frame_hdr`.
+/// Per file: its segments, entry point and `.eh_frame_hdr` (or `.eh_frame` section).
 pub struct TableCache {
     slots: [Slot<TABLE_WORDS>; TABLE_SLOTS],
 }
