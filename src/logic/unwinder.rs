@@ -840,6 +840,10 @@ struct Unwind<'a, T: Task> {
     row: Row,
     /// The row of the last [`Lookup::Kept`].
     packed: Packed,
+    /// Whether the stack walked an `.eh_frame` section to make a table
+    /// ([`Unwind::make_walked`]): one a stack, made or not (a file being written is not
+    /// walked again at each of its frames).
+    walked: bool,
     counts: Counts,
 }
 
@@ -860,6 +864,7 @@ impl<'a, T: Task> Unwind<'a, T> {
             add: None,
             row: EMPTY_ROW,
             packed: [0; 3],
+            walked: false,
             counts: Counts::default(),
         }
     }
@@ -1115,6 +1120,10 @@ impl<'a, T: Task> Unwind<'a, T> {
             return Ok(Indexed::Untabled);
         }
         if self.task.table(key).is_none() {
+            if self.walked {
+                return Ok(Indexed::Untabled);
+            }
+            self.walked = true;
             match self.make_walked(key, info, section)? {
                 Made::Yes => {}
                 Made::NotNow => return Ok(Indexed::Untabled),
