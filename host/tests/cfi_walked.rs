@@ -414,3 +414,74 @@ fn hostile_section_headers_and_eh_frame_give_no_table() {
         "{n} header cases without a table; 400 mutated sections: {tables} tables, {none} none"
     );
 }
+
+/// A file being written (its content not settled) gets no table, and a stack walks its
+/// `.eh_frame` once, not at each of its frames: the others take the frame-pointer rule.
+#[test]
+fn an_unsettled_file_is_walked_once_a_stack() {
+    use user_unwind_logic::logic::cfi::step::Regs;
+    use user_unwind_logic::logic::cfi::Slice;
+    use user_unwind_logic::logic::unwinder::{unwind, End};
+    let built = build_programs();
+    let Some(path) = static_program(&built.dir) else {
+        return;
+    };
+    let data = read(&path);
+    let (fdes, _) = gimli_fdes(&data);
+    let obj = object::File::parse(&*data).expect("an ELF file");
+    let (eh_off, eh_size) = obj
+        .section_by_name(".eh_frame")
+        .and_then(|s| s.file_range())
+        .expect(".eh_frame");
+    let segments = common::ElfMemory::new(&data);
+    // Eight frames in the program, a frame-pointer chain from STACK ending with a zero
+    // return address.
+    const STACK: u64 = 0x7ffc_0000_0000;
+    const FRAMES: usize = 8;
+    let pcs: Vec<u64> = fdes.iter().take(FRAMES).map(|f| f.0 + 1).collect();
+    let mut stack = vec![0u8; 16 * FRAMES];
+    for i in 0..FRAMES {
+        let next = pcs.get(i + 1).copied().unwrap_or(0);
+        let at = 16 * i;
+        stack[at..at + 8].copy_from_slice(&(STACK + 16 * (i as u64 + 1)).to_le_bytes());
+        stack[at + 8..at + 16].copy_from_slice(&next.to_le_bytes());
+    }
+    let offset = segments.file_offset(pcs[0]).expect("mapped");
+    let mut file = FileTask::new(&data);
+    file.settled = false;
+    file.stack = Slice {
+        base: STACK,
+        bytes: &stack,
+    };
+    file.region = Some(Region {
+        start: pcs[0] - offset,
+        end: pcs[0] - offset + data.len() as u64,
+        offset: 0,
+        key: Some(KEY),
+    });
+    let regs = Regs {
+        ip: pcs[0],
+        sp: STACK,
+        bp: STACK,
+        bx: 0,
+    };
+    let caches = Box::new(Caches::new());
+    let mut work = Box::new(Workspace::new());
+    let mut ips = [0u64; 16];
+    let (n, end, _) = unwind(&mut file, regs, 1 << 47, &caches, &mut work, &mut ips);
+    assert_eq!((n, end), (FRAMES, End::Complete));
+    assert_eq!(&ips[..FRAMES], &pcs[..]);
+    assert!(file.tables.is_empty(), "an unsettled file's table was kept");
+    let in_section = file
+        .reads
+        .iter()
+        .filter(|&&o| o >= eh_off && o < eh_off + eh_size)
+        .count();
+    // One table attempt: two walks of the section, a window at a time.
+    let windows = eh_size.div_ceil(4096 - 64) as usize;
+    println!("{path}: {in_section} reads in .eh_frame for a stack of {FRAMES} frames");
+    assert!(
+        in_section <= 2 * windows + 8,
+        "{in_section} reads in .eh_frame: walked more than once"
+    );
+}
