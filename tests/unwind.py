@@ -262,6 +262,40 @@ def check_bash(check, events, prog, cache):
           f"{complete} of {len(got)} complete, e.g. {wrong[:2]}")
 
 
+def check_busybox(check, events):
+    """Debian's busybox-static has no .eh_frame_hdr: the module makes its table from its
+    .eh_frame section. That section has FDEs for the libc linked in, none for busybox's own
+    code (620 KB of its 1.5 MB), which has no frame pointers either. So the stacks wholly in
+    busybox (its shell's, the test's own shell's) must go past their first frame (a libc
+    function, by its FDE: before, they ended there), at least 95 % of them, and one cut
+    short must end only at a frame no FDE covers."""
+    busybox = "/bin/busybox"
+    cut = truncations(events)
+    got = [(c, f) for c, (_, f) in zip(cookies(events, None), stacks(events))
+           if f and all(p == busybox for _, p in f)]
+    loads = [(int(f[1], 16), int(f[2], 16), int(f[4], 16))
+             for f in (line.split() for line in _run("readelf", "-lW", busybox).splitlines())
+             if f and f[0] == "LOAD"]
+    fdes = [(int(a, 16), int(b, 16)) for a, b in
+            re.findall(r"FDE cie=\w+ pc=([0-9a-f]+)\.\.([0-9a-f]+)",
+                       _run("readelf", "-wf", busybox))]
+
+    def covered(i, off):
+        vaddr = next((off - o + v for o, v, n in loads if o <= off < o + n), None)
+        pc = vaddr - 1 if vaddr is not None and i > 0 else vaddr
+        return pc is not None and any(a <= pc < b for a, b in fdes)
+
+    deeper = sum(1 for _, f in got if len(f) >= 2)
+    wrong = [(cut[c], f"{f[-1][0]:x}") for c, f in got
+             if c in cut and covered(len(f) - 1, f[-1][0])]
+    check("unwinder: busybox-static (no .eh_frame_hdr): its stacks go past their first frame "
+          "(at least 95 % of them), and end cut short only where no FDE covers a frame",
+          len(fdes) > 1000 and len(got) >= 20 and deeper >= 0.95 * len(got) and not wrong,
+          f"{len(fdes)} FDEs; {deeper} of {len(got)} stacks past their first frame, "
+          f"{len(got) - len([c for c, _ in got if c in cut])} complete; cut at a frame an FDE "
+          f"covers: {wrong[:3]}")
+
+
 def nm_address(path, name):
     for line in _run("nm", path).splitlines():
         f = line.split()
@@ -333,6 +367,7 @@ def check(s, prog, check_fn=None, parse_trace=None, values=None, hostile=None):
     check_overlay(check_fn, s, parse_trace, values, prog, cache)
     check_swap_and_exec(check_fn, s, parse_trace, values, prog, cache)
     check_bash(check_fn, parse_trace(s.get("UNWIND_BASH", [])), prog, cache)
+    check_busybox(check_fn, parse_trace(s.get("UNWIND_BUSYBOX", [])))
     if hostile is None:
         # Alone on a saved output: the generator's expectations, written again.
         hostile = os.path.join(prog, "hostile-cfi-recheck")

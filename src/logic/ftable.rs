@@ -13,13 +13,14 @@
 //! | 1 | row capacity `cap` |
 //! | 1 | rows used |
 //! | 1 | the search index's shift (`u64::MAX`: none) |
-//! | [`INFO_WORDS`] | the object's segments, entry point and `.eh_frame_hdr` |
+//! | [`INFO_WORDS`] | the object's segments, entry point and `.eh_frame_hdr` (or `.eh_frame` section) |
 //! | `count` | the search table, sorted: an FDE's first address (low half) and its address (high half), the object's own link-time addresses |
 //! | [`index_words`]`(count)` | the search index: per span of `1 << shift` bytes from the first FDE's address, the index of the last FDE at or below the span's start, two a word |
 //! | `count` | per FDE: 0 until its rows are kept; then its first row, its number of rows and the length it covers |
 //! | 3 × `cap` | rows, an FDE's consecutive, each the row cache's three words with its first address (from the FDE's) in the third's bits 8-31 |
 //!
-//! The search table is a copy of the `.eh_frame_hdr`'s, read once when the table is made:
+//! The search table is a copy of the `.eh_frame_hdr`'s, read once when the table is made
+//! (for an object without one, made from its `.eh_frame` section and sorted, [`sort`]):
 //! a lookup bisects it in memory instead of reading the file at each probe, and only
 //! between the two FDEs the search index gives for the address's span (as the kernel's
 //! ORC unwinder's `orc_lookup`): about two FDEs a span, so a bisection of a few steps
@@ -317,6 +318,54 @@ pub fn set_entry(w: &[AtomicU64], i: usize, e: Entry) -> Option<()> {
     Some(())
 }
 
+/// Sorts the search table of the new table `w` by first address (then by FDE address),
+/// in place: a heapsort, without recursion or memory, `count * log2(count)` steps at most
+/// (a table made from `.eh_frame` itself, whose FDEs need not be in address order).
+pub fn sort(w: &[AtomicU64]) -> Option<()> {
+    let count = View::new(w)?.count;
+    let entries = w.get(HEAD..HEAD.checked_add(count)?)?;
+    // The order: the first address (the low half) first.
+    let key = |i: usize| {
+        entries
+            .get(i)
+            .map_or(0, |e| e.load(Ordering::Relaxed).rotate_left(32))
+    };
+    let swap = |a: usize, b: usize| {
+        if let (Some(x), Some(y)) = (entries.get(a), entries.get(b)) {
+            let t = x.load(Ordering::Relaxed);
+            x.store(y.load(Ordering::Relaxed), Ordering::Relaxed);
+            y.store(t, Ordering::Relaxed);
+        }
+    };
+    // Moves entry `root` down the heap of the first `n` entries. Indices stay below
+    // `n <= count`, whose table's words were found: no overflow.
+    let sift = |mut root: usize, n: usize| loop {
+        let left = root.wrapping_mul(2).wrapping_add(1);
+        if left >= n {
+            break;
+        }
+        let right = left.wrapping_add(1);
+        let child = if right < n && key(right) > key(left) {
+            right
+        } else {
+            left
+        };
+        if key(child) <= key(root) {
+            break;
+        }
+        swap(root, child);
+        root = child;
+    };
+    for root in (0..count / 2).rev() {
+        sift(root, count);
+    }
+    for n in (1..count).rev() {
+        swap(0, n);
+        sift(0, n);
+    }
+    Some(())
+}
+
 /// Whether the search table of `view` is sorted, as a bisection needs (checked once, before
 /// the table is published).
 pub fn sorted(view: &View<'_>) -> bool {
@@ -574,6 +623,35 @@ mod tests {
                 );
             }
             assert_eq!(v.search(u64::from(u32::MAX)), Some(count - 1));
+        }
+    }
+
+    #[test]
+    fn sorts_the_search_table() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for count in [0usize, 1, 2, 3, 5, 8, 17, 28] {
+            let w = table(count, 0);
+            let mut want = std::vec::Vec::new();
+            for i in 0..count {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Few distinct first addresses: ties are ordered by the FDE's address.
+                let e = Entry {
+                    initial: 0x1000 + (x % 7) * 16,
+                    fde: 0x9000 + (x >> 40) % 64 + i as u64 * 64,
+                };
+                set_entry(&w, i, e).unwrap();
+                want.push((e.initial, e.fde));
+            }
+            want.sort();
+            sort(&w).unwrap();
+            let v = View::new(&w).unwrap();
+            assert!(sorted(&v));
+            let got: std::vec::Vec<_> = (0..count)
+                .map(|i| (v.entry(i).initial, v.entry(i).fde))
+                .collect();
+            assert_eq!(got, want, "{count}");
         }
     }
 

@@ -28,12 +28,14 @@
 //!   Only rows without DWARF expressions are kept (a PLT entry's or a signal trampoline's
 //!   row is parsed each time).
 //! - The files' tables ([`super::ftable`], through [`Task::table`]), behind it: per file,
-//!   a copy of its `.eh_frame_hdr` search table and every row of each FDE a stack needed
+//!   a copy of its `.eh_frame_hdr` search table (or, without one, the same made from its
+//!   `.eh_frame` section, [`super::cfi::walk`]) and every row of each FDE a stack needed
 //!   so far, in memory the task's side allocates in the callback and bounds. A row cache
 //!   miss bisects them in memory; only an FDE no stack needed before is read from the file
 //!   and parsed (all its rows at once, in one run of its program).
-//! - [`TableCache`]: per file, its segments, entry point and `.eh_frame_hdr` (or that it
-//!   has none): [`TABLE_SLOTS`] slots of 208 bytes, for the files without a table.
+//! - [`TableCache`]: per file, its segments, entry point and `.eh_frame_hdr` (or without
+//!   one its `.eh_frame` section, or that it has neither): [`TABLE_SLOTS`] slots of 208
+//!   bytes, for the files without a table.
 //!
 //! Each slot of the two static caches is a sequence lock over atomics: a writer that finds
 //! the slot being written skips it, a reader that sees it change misses. No lock, no
@@ -46,9 +48,11 @@ use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering;
 
 use super::cfi::cursor::Cursor;
+use super::cfi::elf::find_eh_frame;
 use super::cfi::elf::read_object;
 use super::cfi::elf::Load;
 use super::cfi::elf::Object;
+use super::cfi::elf::Section;
 use super::cfi::elf::MAX_LOADS;
 use super::cfi::machine::Row;
 use super::cfi::machine::EMPTY_ROW;
@@ -77,6 +81,7 @@ use super::cfi::step::FDE_MAX;
 use super::cfi::table::Entry;
 use super::cfi::table::Hdr;
 use super::cfi::table::TableInfo;
+use super::cfi::walk::walk_eh_frame;
 use super::cfi::Budget;
 use super::cfi::CfiError;
 use super::cfi::Memory;
@@ -292,6 +297,17 @@ enum Kept {
     Unknown,
 }
 
+/// What [`Unwind::make_walked`] did.
+enum Made {
+    /// The table is made.
+    Yes,
+    /// Not now: what was read is not settled.
+    NotNow,
+    /// Not from this section: it is not one to make a table from, or the memory limit
+    /// refused the table.
+    Never,
+}
+
 /// The FDE a file's table gives for an address.
 enum Indexed {
     /// Its index, search table entry, and whether its rows are yet to be kept.
@@ -300,6 +316,9 @@ enum Indexed {
     NoFde,
     /// The file has no table, and none can be made now.
     Untabled,
+    /// The file has no table, and none can be made from its `.eh_frame` section (malformed,
+    /// too long, refused by the memory limit): it is as a file without one.
+    Unmade,
 }
 
 /// Bytes from an entry point within which a return address without an FDE, with a zero
@@ -313,7 +332,8 @@ const STARTUP_SPAN: u64 = 256;
 /// Words of a [`TableCache`] slot: the key, then a [`TableInfo`]'s words.
 const TABLE_WORDS: usize = 1 + INFO_WORDS;
 /// Words of a [`TableInfo`] ([`info_words`]): a word of flags and sizes, the header's four
-/// addresses and count, the entry point and three words a segment.
+/// addresses and count (or, without a header, the `.eh_frame` section's address and size
+/// in the second and third), the entry point and three words a segment.
 pub const INFO_WORDS: usize = 6 + 3 * MAX_LOADS;
 
 /// `info` as words.
@@ -326,6 +346,10 @@ fn info_words(info: &TableInfo) -> [u64; INFO_WORDS] {
         w[2] = h.eh_frame;
         w[3] = h.table;
         w[4] = h.count;
+    } else if let Some(e) = info.eh_frame {
+        w[0] |= 2;
+        w[2] = e.addr;
+        w[3] = e.size;
     }
     w[5] = info.object.entry;
     for (i, l) in info.object.loads.iter().enumerate() {
@@ -365,8 +389,16 @@ fn info_of(w: &[u64; INFO_WORDS]) -> Option<TableInfo> {
         table_enc: (meta >> 8) as u8,
         value_size: (meta >> 16) as u8,
     });
+    let eh_frame = (meta & 3 == 2).then(|| Section {
+        addr: w[2],
+        size: w[3],
+    });
     object.eh_frame_hdr = hdr.map(|h| h.addr);
-    Some(TableInfo { object, hdr })
+    Some(TableInfo {
+        object,
+        hdr,
+        eh_frame,
+    })
 }
 
 /// A slot: a sequence count (odd while written) and `W` words, the first of which is the
@@ -470,7 +502,7 @@ fn mix(a: u64, b: u64) -> u64 {
         .rotate_left(31)
 }
 
-/// Per file: its segments, entry point and `.eh_frame_hdr`.
+/// Per file: its segments, entry point and `.eh_frame_hdr` (or `.eh_frame` section).
 pub struct TableCache {
     slots: [Slot<TABLE_WORDS>; TABLE_SLOTS],
 }
@@ -808,6 +840,10 @@ struct Unwind<'a, T: Task> {
     row: Row,
     /// The row of the last [`Lookup::Kept`].
     packed: Packed,
+    /// Whether the stack walked an `.eh_frame` section to make a table
+    /// ([`Unwind::make_walked`]): one a stack, made or not (a file being written is not
+    /// walked again at each of its frames).
+    walked: bool,
     counts: Counts,
 }
 
@@ -828,6 +864,7 @@ impl<'a, T: Task> Unwind<'a, T> {
             add: None,
             row: EMPTY_ROW,
             packed: [0; 3],
+            walked: false,
             counts: Counts::default(),
         }
     }
@@ -1070,6 +1107,126 @@ impl<'a, T: Task> Unwind<'a, T> {
         Ok(true)
     }
 
+    /// The FDE that can cover `vaddr` in the file `key`'s table, which is made now from
+    /// its `.eh_frame` `section` when the file has none.
+    fn walked(
+        &mut self,
+        key: u64,
+        info: &TableInfo,
+        section: Section,
+        vaddr: u64,
+    ) -> Result<Indexed, CfiError> {
+        if vaddr > u64::from(u32::MAX) {
+            return Ok(Indexed::Untabled);
+        }
+        if self.task.table(key).is_none() {
+            if self.walked {
+                return Ok(Indexed::Untabled);
+            }
+            self.walked = true;
+            match self.make_walked(key, info, section)? {
+                Made::Yes => {}
+                Made::NotNow => return Ok(Indexed::Untabled),
+                Made::Never => return Ok(Indexed::Unmade),
+            }
+        }
+        let Some(view) = self.task.table(key).and_then(View::new) else {
+            return Ok(Indexed::Untabled);
+        };
+        Ok(match view.search(vaddr) {
+            Some(i) => Indexed::Fde(i, view.entry(i), view.rows(i) == Rows::Unseen),
+            None => Indexed::NoFde,
+        })
+    }
+
+    /// Makes the file `key`'s table from its `.eh_frame` `section` ([`walk_eh_frame`]),
+    /// for an object without a `.eh_frame_hdr`: the section walked once to count its FDEs,
+    /// then again into the new table, whose search table is then sorted in place; published
+    /// if what was read is settled. [`CfiError::Read`] when a page could not be read now.
+    fn make_walked(
+        &mut self,
+        key: u64,
+        info: &TableInfo,
+        section: Section,
+    ) -> Result<Made, CfiError> {
+        // A walk reads the section about once; a CIE it did not pass, about 64 bytes an
+        // FDE at worst. Bounded by the section's size, not by the stack's budget.
+        let walk_budget = || Budget {
+            bytes: u32::try_from(section.size.saturating_mul(4))
+                .unwrap_or(u32::MAX)
+                .saturating_add(1 << 16),
+            insns: 0,
+        };
+        let fits = |e: &Entry| e.initial <= u64::from(u32::MAX) && e.fde <= u64::from(u32::MAX);
+        let mut mem = ObjectOf {
+            task: &mut *self.task,
+            object: &info.object,
+        };
+        let count = match walk_eh_frame(
+            &mut mem,
+            &mut walk_budget(),
+            section,
+            &mut self.scratch.fde,
+            |_, e| fits(&e),
+        ) {
+            Ok(count) => count,
+            Err(CfiError::Read) => return Err(CfiError::Read),
+            Err(_) => return Ok(Made::Never),
+        };
+        let Some(words) = ftable::words(count, ftable::FIRST_ROWS) else {
+            return Ok(Made::Never);
+        };
+        if count == 0 {
+            return Ok(Made::Never);
+        }
+        let made = self
+            .task
+            .table_create(words)
+            .and_then(|w| ftable::init(w, count, ftable::FIRST_ROWS, &info_words(info)));
+        if made.is_none() {
+            return Ok(Made::Never);
+        }
+        let mut mem = ObjectOf {
+            task: &mut *self.task,
+            object: &info.object,
+        };
+        let mut k = 0;
+        let filled = walk_eh_frame(
+            &mut mem,
+            &mut walk_budget(),
+            section,
+            &mut self.scratch.fde,
+            |m, e| {
+                let set = k < count
+                    && m.task
+                        .table_pending()
+                        .and_then(|w| ftable::set_entry(w, k, e))
+                        .is_some();
+                k += 1;
+                set
+            },
+        );
+        match filled {
+            Ok(n) if n == count => {}
+            Err(CfiError::Read) => return Err(CfiError::Read),
+            _ => return Ok(Made::NotNow),
+        }
+        let indexed = self.task.table_pending().is_some_and(|w| {
+            ftable::sort(w).is_some()
+                && View::new(w).is_some_and(|v| ftable::sorted(&v))
+                && ftable::index(w).is_some()
+        });
+        if !indexed {
+            return Ok(Made::Never);
+        }
+        if !self.task.object_settled() {
+            return Ok(Made::NotNow);
+        }
+        self.task.table_publish(key);
+        self.counts.tables += 1;
+        Ok(Made::Yes)
+    }
+
     /// The row at `vaddr` in FDE `i` of the file `key`'s table (`entry`, its search table
     /// entry), from the open object, which [`Unwind::info`] describes: with `keep`, every
     /// row of the FDE is parsed and kept in the table (if the object's content is
@@ -1171,6 +1328,27 @@ impl<'a, T: Task> Unwind<'a, T> {
             return Ok((Lookup::NoFde, read));
         };
         let Some(hdr) = info.hdr else {
+            let mut read = read;
+            if let Some(section) = info.eh_frame {
+                match self.walked(key, &info, section, vaddr)? {
+                    Indexed::Fde(i, entry, keep) => {
+                        *self.info = Some((key, info));
+                        let lookup = self.parse_fde(key, (i, entry, keep), vaddr, bp)?;
+                        return Ok((lookup, read));
+                    }
+                    Indexed::NoFde => return Ok((no_fde(&info, vaddr, bp, None), read)),
+                    Indexed::Untabled => {}
+                    // The table cache forgets the section, so that its next lookups do not
+                    // walk it again (a malformed one, or the memory limit, until the slot
+                    // is reused).
+                    Indexed::Unmade => {
+                        read = Some(TableInfo {
+                            eh_frame: None,
+                            ..info
+                        })
+                    }
+                }
+            }
             // No table: whether an FDE starts before `vaddr` is not known.
             return Ok((no_fde(&info, vaddr, bp, Some(vaddr)), read));
         };
@@ -1181,7 +1359,7 @@ impl<'a, T: Task> Unwind<'a, T> {
                 return Ok((lookup, read));
             }
             Indexed::NoFde => return Ok((no_fde(&info, vaddr, bp, None), read)),
-            Indexed::Untabled => {}
+            Indexed::Untabled | Indexed::Unmade => {}
         }
         // No table: the `.eh_frame_hdr` bisected in the file.
         self.counts.parsed += 1;
@@ -1204,8 +1382,9 @@ impl<'a, T: Task> Unwind<'a, T> {
         }
     }
 
-    /// The open object's segments, entry point and `.eh_frame_hdr`, from its file; an
-    /// object whose `.eh_frame_hdr` is unusable has no table; `None` for an object whose
+    /// The open object's segments, entry point and `.eh_frame_hdr`, from its file (without
+    /// a usable one, its `.eh_frame` section, from its section headers); an object with
+    /// neither has no table; `None` for an object whose
     /// ELF headers the unwinder does not read (not ELF64 x86-64, say, as the 32-bit vDSO
     /// a 64-bit task can map): nothing is known of it, so nothing about it may be cached.
     fn read_table(&mut self) -> Result<Option<TableInfo>, CfiError> {
@@ -1214,19 +1393,37 @@ impl<'a, T: Task> Unwind<'a, T> {
             Err(CfiError::Unsupported | CfiError::Malformed) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let Some(at) = object.eh_frame_hdr else {
-            return Ok(Some(TableInfo { object, hdr: None }));
+        let hdr = match object.eh_frame_hdr {
+            Some(at) => {
+                let mut mem = ObjectOf {
+                    task: &mut *self.task,
+                    object: &object,
+                };
+                match Hdr::parse(&mut mem, &mut self.budget, at) {
+                    Ok(hdr) => Some(hdr),
+                    Err(CfiError::NoFde | CfiError::Unsupported | CfiError::Malformed) => None,
+                    Err(e) => return Err(e),
+                }
+            }
+            None => None,
         };
-        let mut mem = ObjectOf {
-            task: &mut *self.task,
-            object: &object,
+        let eh_frame = match hdr {
+            Some(_) => None,
+            // Its own budget: up to 256 section headers, read once per file.
+            None => find_eh_frame(
+                &mut FileOf(&mut *self.task),
+                &mut Budget {
+                    bytes: 1 << 16,
+                    insns: 0,
+                },
+                &object,
+            )?,
         };
-        let hdr = match Hdr::parse(&mut mem, &mut self.budget, at) {
-            Ok(hdr) => Some(hdr),
-            Err(CfiError::NoFde | CfiError::Unsupported | CfiError::Malformed) => None,
-            Err(e) => return Err(e),
-        };
-        Ok(Some(TableInfo { object, hdr }))
+        Ok(Some(TableInfo {
+            object,
+            hdr,
+            eh_frame,
+        }))
     }
 
     /// The frame-pointer rule, where no table covers a frame.
@@ -1554,6 +1751,7 @@ mod tests {
         let with = TableInfo {
             object,
             hdr: Some(h),
+            eh_frame: None,
         };
         let without = TableInfo {
             object: Object {
@@ -1562,11 +1760,21 @@ mod tests {
                 ..object
             },
             hdr: None,
+            eh_frame: None,
+        };
+        let walked = TableInfo {
+            eh_frame: Some(Section {
+                addr: 0x5c_3398,
+                size: 0x1_6940,
+            }),
+            ..without
         };
         c.put(42, &with);
         c.put(43, &without);
+        c.put(45, &walked);
         assert_eq!(c.get(42), Some(with));
         assert_eq!(c.get(43), Some(without));
+        assert_eq!(c.get(45), Some(walked));
         assert_eq!(c.get(44), None);
         c.clear();
         assert_eq!(c.get(42), None);

@@ -55,6 +55,9 @@ result dlswap "$(cat /tmp/dlswap.out)"
 traced UNWIND_EXEC 'id == 110' uu_nofp_np exec 30 /usr/bin/uu_nofp_np2
 # A Debian binary: bash's own system calls, builtins only (no fork, no exec).
 traced UNWIND_BASH 'common_pid != 0' bash -c 'i=0; while [ $i -lt 30 ]; do i=$((i + 1)); echo $i >/dev/null; done'
+# Debian's busybox-static, linked without .eh_frame_hdr: its table is made from its
+# .eh_frame section. Its shell's system calls, builtins only (no fork, no exec).
+traced UNWIND_BUSYBOX 'common_pid != 0' sh -c 'i=0; while [ $i -lt 30 ]; do i=$((i + 1)); echo $i >/dev/null; done'
 
 # Hostile call-frame tables (tests/hostile_cfi.py wrote them to /hostile-cfi), a frame in
 # each; then one file rewritten with good and bad tables in turn while its stacks are taken.

@@ -3,7 +3,9 @@
 //! An ELF object's program headers: where its `.eh_frame_hdr` is (`PT_GNU_EH_FRAME`),
 //! which file bytes its `PT_LOAD` segments place at which addresses, and its entry point;
 //! read from the file itself ([`read_object`]) or from where the object is mapped
-//! ([`find_eh_frame_hdr`], for the host's tests).
+//! ([`find_eh_frame_hdr`], for the host's tests). For an object without a
+//! `.eh_frame_hdr` (a static binary linked without one, as Debian's busybox), its
+//! `.eh_frame` section from the section headers ([`find_eh_frame`]).
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +19,21 @@ pub const MAX_PHDRS: u16 = 64;
 
 const PT_LOAD: u32 = 1;
 const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
+
+/// Section headers looked at, at most: a linked object has 25 to 45.
+pub const MAX_SHDRS: u16 = 256;
+/// Bytes of an `.eh_frame` section [`find_eh_frame`] accepts, at most: busybox's has 92
+/// KiB (2,038 FDEs), libc's 240 KiB; a section this long has about 90,000 FDEs.
+pub const MAX_EH_FRAME: u64 = 4 << 20;
+
+const SHT_PROGBITS: u32 = 1;
+/// The section type x86-64 assemblers give `.eh_frame` (`@unwind`), which lld keeps.
+const SHT_X86_64_UNWIND: u32 = 0x7000_0001;
+const SHF_ALLOC: u64 = 2;
+const PF_X: u32 = 1;
+const PF_R: u32 = 4;
+/// The section header size of ELF64.
+const SHDR_SIZE: u16 = 64;
 
 /// `PT_LOAD` segments an [`Object`] keeps, at most.
 pub const MAX_LOADS: usize = 6;
@@ -136,6 +153,149 @@ pub fn read_object<M: Memory + ?Sized>(
         }
     }
     Ok(object)
+}
+
+/// An object's `.eh_frame` section, found by its section header: `size` bytes at the
+/// address `addr`, which a `PT_LOAD` segment loads from the file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Section {
+    /// Its address, as linked.
+    pub addr: u64,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// Reads the `N` bytes at file offset `at`: `None` when they lie past the end of the
+/// file or the budget is spent, [`CfiError::Read`] when they cannot be read now.
+fn file_bytes<M: Memory + ?Sized, const N: usize>(
+    file: &mut M,
+    budget: &mut Budget,
+    at: u64,
+) -> Result<Option<[u8; N]>, CfiError> {
+    let mut b = [0u8; N];
+    match read_mem(file, budget, at, &mut b) {
+        Ok(()) => Ok(Some(b)),
+        Err(CfiError::Read) => Err(CfiError::Read),
+        Err(_) => Ok(None),
+    }
+}
+
+/// The little-endian value of `N` bytes at `at` in `b` (0 outside).
+fn le<const N: usize>(b: &[u8], at: usize) -> u64 {
+    let mut v = [0u8; 8];
+    if let Some(src) = at.checked_add(N).and_then(|end| b.get(at..end)) {
+        if let Some(dst) = v.get_mut(..N) {
+            dst.copy_from_slice(src);
+        }
+    }
+    u64::from_le_bytes(v)
+}
+
+/// The `.eh_frame` section of the little-endian ELF64 object `object` that `file` reads
+/// by file offset, from its section headers: the section named `.eh_frame`, of type
+/// `SHT_PROGBITS` or `SHT_X86_64_UNWIND`, allocated, at most [`MAX_EH_FRAME`] bytes, that
+/// lies whole in the file bytes of a readable or executable `PT_LOAD` segment at the
+/// address its header gives, and where `object`'s segments read it. `None` when there is
+/// none, or anything on the way is out of bounds: the headers are the file's, as hostile
+/// as any of its bytes. [`CfiError::Read`] when a page of the file cannot be read now.
+pub fn find_eh_frame<M: Memory + ?Sized>(
+    file: &mut M,
+    budget: &mut Budget,
+    object: &Object,
+) -> Result<Option<Section>, CfiError> {
+    let Some(ehdr) = file_bytes::<M, 64>(file, budget, 0)? else {
+        return Ok(None);
+    };
+    if ehdr.get(..6) != Some(b"\x7fELF\x02\x01".as_slice()) {
+        return Ok(None);
+    }
+    let phoff = le::<8>(&ehdr, 32);
+    let shoff = le::<8>(&ehdr, 40);
+    let phentsize = le::<2>(&ehdr, 54);
+    let phnum = le::<2>(&ehdr, 56);
+    let shentsize = le::<2>(&ehdr, 58);
+    let shnum = le::<2>(&ehdr, 60);
+    let shstrndx = le::<2>(&ehdr, 62);
+    // No section headers, more than this reads, the extended numbering (`e_shnum` 0 or
+    // `e_shstrndx` `SHN_XINDEX` with the real values in section 0): none looked at.
+    if shoff == 0
+        || shentsize < u64::from(SHDR_SIZE)
+        || shnum == 0
+        || shnum > u64::from(MAX_SHDRS)
+        || shstrndx >= shnum
+        || phentsize < 56
+        || phnum > u64::from(MAX_PHDRS)
+    {
+        return Ok(None);
+    }
+    let shdr_at = |i: u64| i.checked_mul(shentsize).and_then(|o| o.checked_add(shoff));
+    let Some(at) = shdr_at(shstrndx) else {
+        return Ok(None);
+    };
+    let Some(strtab) = file_bytes::<M, 64>(file, budget, at)? else {
+        return Ok(None);
+    };
+    let (str_off, str_size) = (le::<8>(&strtab, 24), le::<8>(&strtab, 32));
+    const NAME: &[u8; 10] = b".eh_frame\0";
+    let mut found = None;
+    for i in 0..shnum {
+        let Some(at) = shdr_at(i) else {
+            return Ok(None);
+        };
+        let Some(sh) = file_bytes::<M, 64>(file, budget, at)? else {
+            return Ok(None);
+        };
+        let name = le::<4>(&sh, 0);
+        let kind = le::<4>(&sh, 4) as u32;
+        if !matches!(kind, SHT_PROGBITS | SHT_X86_64_UNWIND) || le::<8>(&sh, 8) & SHF_ALLOC == 0 {
+            continue;
+        }
+        // The name lies in the string table, all of it.
+        let Some(name_at) = name
+            .checked_add(NAME.len() as u64)
+            .filter(|&end| end <= str_size)
+            .and_then(|_| str_off.checked_add(name))
+        else {
+            continue;
+        };
+        if file_bytes::<M, 10>(file, budget, name_at)?.as_ref() != Some(NAME) {
+            continue;
+        }
+        if found.is_some() {
+            // Two: which one the unwinder would use is not clear.
+            return Ok(None);
+        }
+        found = Some((le::<8>(&sh, 16), le::<8>(&sh, 24), le::<8>(&sh, 32)));
+    }
+    let Some((addr, offset, size)) = found else {
+        return Ok(None);
+    };
+    if size == 0 || size > MAX_EH_FRAME || object.offset(addr, size as usize) != Some(offset) {
+        return Ok(None);
+    }
+    // A readable or executable `PT_LOAD` segment holds it in its file bytes, at its
+    // address.
+    for i in 0..phnum {
+        let Some(at) = i.checked_mul(phentsize).and_then(|o| o.checked_add(phoff)) else {
+            return Ok(None);
+        };
+        let Some(ph) = file_bytes::<M, 40>(file, budget, at)? else {
+            return Ok(None);
+        };
+        let (kind, flags) = (le::<4>(&ph, 0) as u32, le::<4>(&ph, 4) as u32);
+        let (p_offset, p_vaddr, p_filesz) = (le::<8>(&ph, 8), le::<8>(&ph, 16), le::<8>(&ph, 32));
+        if kind != PT_LOAD || flags & (PF_R | PF_X) == 0 {
+            continue;
+        }
+        let inside = offset
+            .checked_sub(p_offset)
+            .filter(|&into| into <= p_filesz && size <= p_filesz - into)
+            .and_then(|into| p_vaddr.checked_add(into));
+        if inside == Some(addr) {
+            return Ok(Some(Section { addr, size }));
+        }
+    }
+    Ok(None)
 }
 
 /// The address of the `.eh_frame_hdr` of the little-endian ELF64 object whose first page

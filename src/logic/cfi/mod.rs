@@ -4,7 +4,8 @@
 //!
 //! Linux unwinds user space by frame pointers only, and most distributions build without
 //! them. This is the pure part of a CFI unwinder for x86-64: it finds the FDE of an address
-//! through the `.eh_frame_hdr` binary-search table ([`table`]), parses its CIE and FDE
+//! through the `.eh_frame_hdr` binary-search table ([`table`]), or one made from the
+//! `.eh_frame` section itself where the object has none ([`walk`]), parses its CIE and FDE
 //! ([`cie`], [`fde`]), steps the CFA rule state machine over their instructions up to the
 //! address ([`machine`]), and applies the resulting row to the registers ([`step`]).
 //!
@@ -26,6 +27,7 @@ pub mod packed;
 pub mod pointer;
 pub mod step;
 pub mod table;
+pub mod walk;
 
 /// Why a CFI lookup or unwind step failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,6 +13,7 @@
 
 use super::cursor::Cursor;
 use super::elf::Object;
+use super::elf::Section;
 use super::pointer::fixed_size;
 use super::pointer::read_encoded;
 use super::pointer::read_encoded_at;
@@ -48,9 +49,12 @@ pub struct Hdr {
 pub struct TableInfo {
     /// Its segments and entry point.
     pub object: Object,
-    /// Its `.eh_frame_hdr`, in its own addresses; `None` when it has no usable one (its
-    /// frames use the frame-pointer rule).
+    /// Its `.eh_frame_hdr`, in its own addresses; `None` when it has no usable one.
     pub hdr: Option<Hdr>,
+    /// Without a usable `.eh_frame_hdr`: its `.eh_frame` section, found by the section
+    /// headers, from which its search table is made ([`super::walk`]); `None` when it has
+    /// none either (its frames use the frame-pointer rule), or none could be made.
+    pub eh_frame: Option<Section>,
 }
 
 /// One table entry: an FDE and the first address it covers.
