@@ -449,12 +449,16 @@ def check_dm(check_fn, s, parse_trace, values, prog, cache):
              f"{v}; {stacks_now}")
     print(f"# review: dm: rmmod on the suspended target: {'unloaded' if done else 'refused'} "
           f"in {seconds} s")
-    events = parse_trace(s.get("REVIEW_DM_RESUMED", []))
-    status = values(s.get("REVIEW_DM_RESUMED", [])).get("status")
-    cut = truncations(events)
-    mine = [(c, f) for c, f in by_cookie(events, "uu_nofp")]
-    complete = [c for c, f in mine if c not in cut
-                and is_chain(symbolize(f, prog, cache), CHAINS["UNWIND_CHAIN"])]
+    def chains(name):
+        """Section NAME's status, uu_nofp's stacks, its cuts and the complete chains."""
+        events = parse_trace(s.get(name, []))
+        cut = truncations(events)
+        mine = list(by_cookie(events, "uu_nofp"))
+        complete = [c for c, f in mine if c not in cut
+                    and is_chain(symbolize(f, prog, cache), CHAINS["UNWIND_CHAIN"])]
+        return values(s.get(name, [])).get("status"), mine, cut, complete
+
+    status, mine, cut, complete = chains("REVIEW_DM_RESUMED")
     others = sorted({cut.get(c, (0, "complete"))[1] for c, _ in mine if c not in complete})
     last = [c for c, _ in mine[-10:]]
     check_fn("review: dm: resumed, a program whose libc is that copy (its pages dropped): "
@@ -465,15 +469,9 @@ def check_dm(check_fn, s, parse_trace, values, prog, cache):
     print(f"# review: dm: resumed with libc's pages dropped: {len(complete)} of {len(mine)} "
           "stacks complete, the others cut with reason read while the pages came in")
     v = values(s.get("REVIEW_DM_EIO", []))
-    events = parse_trace(s.get("REVIEW_DM_EIO", []))
-    cut = truncations(events)
-    eio = [c for c, _ in by_cookie(events, "uu_nofp") if cut.get(c, (0, ""))[1] == "read"]
-    events = parse_trace(s.get("REVIEW_DM_REREAD", []))
-    status = values(s.get("REVIEW_DM_REREAD", [])).get("status")
-    cut = truncations(events)
-    mine = [(c, f) for c, f in by_cookie(events, "uu_nofp")]
-    complete = [c for c, f in mine if c not in cut
-                and is_chain(symbolize(f, prog, cache), CHAINS["UNWIND_CHAIN"])]
+    _, errored, cut, _ = chains("REVIEW_DM_EIO")
+    eio = [c for c, _ in errored if cut.get(c, (0, ""))[1] == "read"]
+    status, mine, cut, complete = chains("REVIEW_DM_REREAD")
     check_fn("review: dm: libc's search table behind an error target cuts stacks with reason "
              "read; once the device answers, the folios the failed reads left are read again "
              "and the last 10 stacks are complete",
