@@ -13,11 +13,8 @@
 
 mod common;
 
-use common::{build_programs, ElfMemory, FileTask};
-use gimli::{
-    BaseAddresses, CfaRule, CieOrFde, EhFrame, LittleEndian, Register, RegisterRule, UnwindContext,
-    UnwindSection,
-};
+use common::{build_programs, row_through_table, ElfMemory, FileTask};
+use gimli::{BaseAddresses, CfaRule, EhFrame, LittleEndian, Register, RegisterRule, UnwindContext};
 use object::{Object, ObjectSection};
 use user_unwind_logic::logic::cfi::elf::find_eh_frame_hdr;
 use user_unwind_logic::logic::cfi::machine::{Cfa, Found, Rule};
@@ -25,7 +22,7 @@ use user_unwind_logic::logic::cfi::step::{find_in_fde, Scratch};
 use user_unwind_logic::logic::cfi::table::Hdr;
 use user_unwind_logic::logic::cfi::Budget;
 use user_unwind_logic::logic::ftable::View;
-use user_unwind_logic::logic::unwinder::{row_at, Caches, Region, Workspace};
+use user_unwind_logic::logic::unwinder::{Caches, Workspace};
 
 /// What one file gave.
 #[derive(Default, Debug)]
@@ -114,34 +111,17 @@ fn compare_file(path: &str) -> Counts {
         .set_eh_frame(eh_addr)
         .set_eh_frame_hdr(hdr_addr);
     let mut ctx = UnwindContext::<usize>::new();
-    let mut entries = eh.entries(&bases);
     let mut scratch = Scratch::new();
     let mut file = FileTask::new(&data);
     let caches = Box::new(Caches::new());
     let mut table_work = Box::new(Workspace::new());
     const KEY: u64 = 0x5eed;
     let offsets = ElfMemory::new(&data);
-    // The row of `pc` through the file's table, the file mapped so that `pc`'s page
-    // lies at its own file offset.
     let mut kept = |file: &mut FileTask<'_>, pc: u64| {
-        let offset = offsets
-            .file_offset(pc)
-            .expect("a segment maps the FDE's range");
-        let region = Region {
-            start: pc - offset,
-            end: u64::MAX,
-            offset: 0,
-            key: Some(KEY),
-        };
-        row_at(file, &caches, &mut table_work, &region, pc)
+        row_through_table(file, &caches, &mut table_work, &offsets, KEY, pc)
+            .expect("a segment maps the FDE's range")
     };
-    while let Some(entry) = entries.next().expect("gimli walks .eh_frame") {
-        let CieOrFde::Fde(partial) = entry else {
-            continue;
-        };
-        let fde = partial
-            .parse(EhFrame::cie_from_offset)
-            .expect("gimli parses the FDE");
+    for fde in common::gimli_fdes(&eh, &bases) {
         let fde_addr = eh_addr + fde.offset() as u64;
         counts.fdes += 1;
         let mut mismatch = |what: String| {

@@ -13,15 +13,15 @@
 
 mod common;
 
-use common::{build_programs, FileTask};
-use gimli::{BaseAddresses, CieOrFde, EhFrame, LittleEndian, UnwindSection};
+use common::{build_programs, row_through_table, FileTask};
+use gimli::{BaseAddresses, EhFrame, LittleEndian};
 use object::{Object, ObjectSection};
 use std::path::Path;
 use std::process::Command;
 use user_unwind_logic::logic::cfi::step::{find_in_fde, Scratch};
 use user_unwind_logic::logic::cfi::Budget;
 use user_unwind_logic::logic::ftable::View;
-use user_unwind_logic::logic::unwinder::{row_at, Caches, Region, Workspace};
+use user_unwind_logic::logic::unwinder::{Caches, Region, Workspace};
 
 const KEY: u64 = 0x5eed;
 const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
@@ -45,8 +45,7 @@ fn without_hdr(data: &mut [u8]) -> bool {
     had
 }
 
-/// The row at `pc` through the unwinder, the file mapped so that `pc`'s page lies at its
-/// own file offset.
+/// The row at `pc` through the unwinder and the file's table ([`common::row_through_table`]).
 fn row(
     file: &mut FileTask<'_>,
     caches: &Caches,
@@ -54,14 +53,8 @@ fn row(
     segments: &common::ElfMemory<'_>,
     pc: u64,
 ) -> Option<Result<Option<user_unwind_logic::logic::cfi::machine::Row>, String>> {
-    let offset = segments.file_offset(pc)?;
-    let region = Region {
-        start: pc - offset,
-        end: u64::MAX,
-        offset: 0,
-        key: Some(KEY),
-    };
-    Some(row_at(file, caches, work, &region, pc).map_err(|e| format!("{e:?}")))
+    row_through_table(file, caches, work, segments, KEY, pc)
+        .map(|r| r.map_err(|e| format!("{e:?}")))
 }
 
 /// FDEs of `data`'s `.eh_frame` as gimli reads them: (first address, end, FDE address), in
@@ -72,23 +65,17 @@ fn gimli_fdes(data: &[u8]) -> (Vec<(u64, u64, u64)>, u64) {
     let eh_addr = s.address();
     let eh = EhFrame::new(s.data().expect("section data"), LittleEndian);
     let bases = BaseAddresses::default().set_eh_frame(eh_addr);
-    let mut entries = eh.entries(&bases);
-    let mut out = Vec::new();
-    while let Some(entry) = entries.next().expect("gimli walks .eh_frame") {
-        let CieOrFde::Fde(partial) = entry else {
-            continue;
-        };
-        let fde = partial
-            .parse(EhFrame::cie_from_offset)
-            .expect("gimli parses the FDE");
-        if fde.len() > 0 {
-            out.push((
+    let out = common::gimli_fdes(&eh, &bases)
+        .iter()
+        .filter(|fde| fde.len() > 0)
+        .map(|fde| {
+            (
                 fde.initial_address(),
                 fde.end_address(),
                 eh_addr + fde.offset() as u64,
-            ));
-        }
-    }
+            )
+        })
+        .collect();
     (out, eh_addr)
 }
 

@@ -6,15 +6,20 @@
 
 #![allow(dead_code)]
 
+use gimli::{
+    BaseAddresses, CieOrFde, EhFrame, EndianSlice, FrameDescriptionEntry, LittleEndian,
+    UnwindSection,
+};
 use object::{Object, ObjectSegment};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicU64;
 use std::sync::OnceLock;
+use user_unwind_logic::logic::cfi::machine::Row;
 use user_unwind_logic::logic::cfi::{CfiError, Memory, Slice};
 use user_unwind_logic::logic::ftable::{self, Add};
-use user_unwind_logic::logic::unwinder::{Region, Task};
+use user_unwind_logic::logic::unwinder::{row_at, Caches, Region, Task, Workspace};
 
 /// An ELF file's bytes seen at their link-time addresses, through its `PT_LOAD` segments.
 pub struct ElfMemory<'a> {
@@ -273,4 +278,44 @@ impl Task for FileTask<'_> {
             self.grown += 1;
         }
     }
+}
+
+/// Every FDE of `eh` as gimli reads it, in the section's order.
+pub fn gimli_fdes<'a>(
+    eh: &EhFrame<EndianSlice<'a, LittleEndian>>,
+    bases: &BaseAddresses,
+) -> Vec<FrameDescriptionEntry<EndianSlice<'a, LittleEndian>>> {
+    let mut entries = eh.entries(bases);
+    let mut out = Vec::new();
+    while let Some(entry) = entries.next().expect("gimli walks .eh_frame") {
+        if let CieOrFde::Fde(partial) = entry {
+            out.push(
+                partial
+                    .parse(EhFrame::cie_from_offset)
+                    .expect("gimli parses the FDE"),
+            );
+        }
+    }
+    out
+}
+
+/// The row at `pc` through the unwinder and the file's table (its cookie `key`), the file
+/// mapped so that `pc`'s page lies at its own file offset; `None` when no segment of
+/// `segments` maps `pc`.
+pub fn row_through_table<T: Task>(
+    file: &mut T,
+    caches: &Caches,
+    work: &mut Workspace,
+    segments: &ElfMemory<'_>,
+    key: u64,
+    pc: u64,
+) -> Option<Result<Option<Row>, CfiError>> {
+    let offset = segments.file_offset(pc)?;
+    let region = Region {
+        start: pc - offset,
+        end: u64::MAX,
+        offset: 0,
+        key: Some(key),
+    };
+    Some(row_at(file, caches, work, &region, pc))
 }
