@@ -18,6 +18,7 @@ use gimli::{BaseAddresses, EhFrame, LittleEndian};
 use object::{Object, ObjectSection};
 use std::path::Path;
 use std::process::Command;
+use std::sync::OnceLock;
 use user_unwind_logic::logic::cfi::step::{find_in_fde, Scratch};
 use user_unwind_logic::logic::cfi::Budget;
 use user_unwind_logic::logic::ftable::View;
@@ -155,8 +156,14 @@ fn read(path: &str) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// A static C program linked without `.eh_frame_hdr`, in `dir`.
+/// A static C program linked without `.eh_frame_hdr`, in `dir`: built once for all the
+/// tests, which run at once (two compiling it to one path read a half-written file).
 fn static_program(dir: &Path) -> Option<String> {
+    static BUILT: OnceLock<Option<String>> = OnceLock::new();
+    BUILT.get_or_init(|| build_static(dir)).clone()
+}
+
+fn build_static(dir: &Path) -> Option<String> {
     let src = dir.join("static.c");
     std::fs::write(
         &src,
