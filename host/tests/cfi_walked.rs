@@ -466,6 +466,10 @@ fn an_unsettled_file_is_walked_once_a_stack() {
     assert_eq!((n, end), (FRAMES, End::Complete));
     assert_eq!(&ips[..FRAMES], &pcs[..]);
     assert!(file.tables.is_empty(), "an unsettled file's table was kept");
+    assert!(
+        file.pending.is_none(),
+        "an unsettled file's table was allocated"
+    );
     let in_section = file
         .reads
         .iter()

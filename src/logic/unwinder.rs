@@ -1179,6 +1179,11 @@ impl<'a, T: Task> Unwind<'a, T> {
         if count == 0 {
             return Ok(Made::Never);
         }
+        // A file not settled now is not worth a table that would be thrown away: making
+        // room for it may drop other users' tables (checked again once it is filled).
+        if !self.task.object_settled() {
+            return Ok(Made::NotNow);
+        }
         let made = self
             .task
             .table_create(words)
